@@ -1,0 +1,5 @@
+import sys
+
+from editspec.cli import main
+
+sys.exit(main())

@@ -1,0 +1,109 @@
+"""The ``editspec`` command line: correct, data stats, eval, profile.
+
+Each subcommand parses its options here and hands them to the module that does the work
+(imported lazily so ``editspec --help`` stays instant). Expected failures raise
+``EditspecError`` and become one line on stderr and exit status 2; ``--debug`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from editspec.errors import EditspecError
+
+MODES = ("edit5", "t5", "speculative")
+
+
+def _add_model_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mode", choices=MODES, default=None,
+                   help="edit5 (fastest), t5, or speculative (T5 output, EdiT5-drafted; "
+                        "the default when both models are present)")
+    p.add_argument("--model", default=None,
+                   help="model directory: a bundle with edit5/ and/or t5/ inside, or a single "
+                        "EdiT5 or T5 checkpoint (default: the models shipped with editspec)")
+    p.add_argument("--edit5", default=None, help="EdiT5 checkpoint directory (overrides --model)")
+    p.add_argument("--t5", default=None,
+                   help="T5 checkpoint directory or hub id (overrides --model)")
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1, ... (default: cuda if available)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="editspec", description=__doc__.splitlines()[0])
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("correct", help="correct the text of a file (one output line per input line)")
+    p.add_argument("input", help="input text file, or - for stdin")
+    p.add_argument("-o", "--output", default="-", help="output file (written atomically), - for stdout")
+    p.add_argument("--format", choices=("text", "jsonl", "diff"), default="text")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                   help="colour for --format diff")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    _add_model_options(p)
+
+    p = sub.add_parser("data", help="corpus tools")
+    data_sub = p.add_subparsers(dest="data_command", required=True)
+    s = data_sub.add_parser("stats", help="edit statistics of an M2 or parallel corpus (JSON)")
+    s.add_argument("file", help="M2 file, TSV (source<TAB>target), or source file with --target")
+    s.add_argument("--target", default=None, help="target file for a two-file parallel corpus")
+    s.add_argument("--tokenizer", default=None, help="tokenizer directory (default: the shipped one)")
+    s.add_argument("--annotator", default="0",
+                   help="M2 annotator id, or 'all' for one pair per annotator")
+    s.add_argument("--tokenized", action="store_true",
+                   help="keep the M2 spaCy tokenization instead of detokenizing to natural text")
+
+    p = sub.add_parser("eval", help="ERRANT P/R/F0.5 against a gold M2 file (GLEU with --refs)")
+    p.add_argument("--m2", required=True, help="gold M2 file (its S lines are the input)")
+    p.add_argument("--refs", nargs="*", default=None,
+                   help="plain reference files for GLEU (JFLEG-style); source is the M2's S lines")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--limit", type=int, default=None, help="first N sentences only")
+    p.add_argument("--save-hyp", default=None, help="write the corrected (tokenized) sentences here")
+    _add_model_options(p)
+
+    p = sub.add_parser("profile", help="latency report: EdiT5 vs T5 vs speculative T5 and peers")
+    p.add_argument("--data", required=True, help="M2 or plain text file of sentences")
+    p.add_argument("--limit", type=int, default=100)
+    p.add_argument("--modes", nargs="+", default=None, help="modes to time (default: all available)")
+    p.add_argument("--out", required=True, help="output directory for report.json, report.md, plots")
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--architectures", action="store_true",
+                   help="also time t5-small, t5-base and EdiT5-base at real sizes with random "
+                        "weights and decoder steps forced from the gold targets")
+    p.add_argument("--trace", action="store_true", help="write a torch.profiler trace")
+    _add_model_options(p)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.threads:
+            import torch
+
+            torch.set_num_threads(args.threads)
+        if args.command == "correct":
+            from editspec.corrector import run_correct as run
+        elif args.command == "data":
+            from editspec.corpora import run_stats as run
+        elif args.command == "eval":
+            from editspec.evaluation import run_eval as run
+        else:
+            from editspec.profiling import run_profile as run
+        return run(args) or 0
+    except EditspecError as e:
+        if args.debug:
+            raise
+        print(f"editspec: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("editspec: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""Text <-> tokens, keeping every source character: the tokenizer, its markers, and rendering.
+
+Models see SentencePiece ids; users see text. Two things make that lossy, and this module
+undoes both:
+
+* characters the vocabulary cannot hold become ``<unk>`` (emoji, CJK, rare symbols), and
+* normalisation rewrites characters (``ﬁ`` -> ``fi``) and whitespace (tab -> space).
+
+So ``encode`` records, for every token, the exact source characters it covers and the
+whitespace before it, and ``render`` builds the output text from (token, source index) pairs:
+a token copied from the source reproduces its source characters byte for byte; only inserted
+tokens are spelled from the vocabulary. Example::
+
+    text   "Hello  wörld 😀"
+    pieces ▁He  l  lo  ▁w  <unk>  r  l  d  ▁  <unk>
+    chars  He   l  lo  w   ö      r  l  d     😀      ('▁' alone carries only the space)
+    spaces ""   "" ""  "  " ""    "" "" "" " " ""
+
+Where the provenance of output tokens is unknown (T5 writes the whole sentence), ``align``
+from ``editspec.edits`` recovers it: the longest common subsequence with the source, plus moves.
+
+Special tokens in user text (a literal ``</s>`` or ``<extra_id_3>``) are encoded as plain text,
+never as control tokens.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from transformers import AutoTokenizer, PreTrainedTokenizerBase
+
+from editspec.edits import align
+from editspec.errors import EditspecError
+
+SPACE = "\u2581"  # SentencePiece's word-boundary mark
+
+
+def train_tokenizer(
+    texts: Iterable[str], out_dir: str | os.PathLike, vocab_size: int = 16000, extra_ids: int = 256
+) -> PreTrainedTokenizerBase:
+    """Train a SentencePiece unigram model and save it as a T5 tokenizer in ``out_dir``.
+
+    ``extra_ids`` T5 sentinels ``<extra_id_0..>`` are added; EdiT5 uses them as position
+    markers, so they bound the number of kept tokens an insertion can follow.
+    """
+    import sentencepiece as spm
+    from transformers import T5Tokenizer
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = Path(tmp) / "corpus.txt"
+        with corpus.open("w", encoding="utf-8") as f:
+            for line in texts:
+                line = line.strip()
+                if line:
+                    f.write(line + "\n")
+        spm.SentencePieceTrainer.train(
+            input=str(corpus), model_prefix=str(Path(tmp) / "spiece"), vocab_size=vocab_size,
+            model_type="unigram", pad_id=0, eos_id=1, unk_id=2, bos_id=-1,
+            character_coverage=0.9995, input_sentence_size=2_000_000, shuffle_input_sentence=True,
+            hard_vocab_limit=False, minloglevel=2,  # vocab_size is an upper bound on tiny corpora
+        )
+        tok = T5Tokenizer.from_pretrained(tmp, extra_ids=extra_ids)
+        tok.save_pretrained(out)
+    return load_tokenizer(out)
+
+
+def load_tokenizer(path: str | os.PathLike) -> PreTrainedTokenizerBase:
+    """A T5 tokenizer from a directory (ours or a user's checkpoint) or a hub id."""
+    try:
+        tok = AutoTokenizer.from_pretrained(str(path))
+    except Exception as e:  # transformers raises many types for a bad directory
+        raise EditspecError(f"cannot load a tokenizer from {path}: {str(e).splitlines()[0]}") from e
+    if not getattr(tok, "is_fast", False):
+        raise EditspecError(f"tokenizer at {path} has no fast (tokenizers) backend; offsets are needed")
+    if tok.eos_token_id is None:
+        raise EditspecError(f"tokenizer at {path} has no EOS token")
+    return tok
+
+
+def marker_ids(tok: PreTrainedTokenizerBase) -> list[int]:
+    """Position markers: ``<extra_id_0>, <extra_id_1>, ...`` while the tokenizer has them."""
+    vocab = tok.get_vocab()
+    markers = []
+    while f"<extra_id_{len(markers)}>" in vocab:
+        markers.append(vocab[f"<extra_id_{len(markers)}>"])
+    return markers
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """One text's tokens with the exact characters and preceding whitespace of each."""
+
+    text: str
+    ids: list[int]  # no EOS
+    chars: list[str]
+    spaces: list[str]
+    tail: str  # after the last token: trailing whitespace, characters the normaliser dropped
+
+
+def encode(tok: PreTrainedTokenizerBase, texts: Sequence[str]) -> list[Encoded]:
+    backend = tok.backend_tokenizer
+    backend.encode_special_tokens = True  # user text never contains control tokens
+    try:
+        encodings = backend.encode_batch(list(texts), add_special_tokens=False)
+    finally:
+        backend.encode_special_tokens = False
+    special, unk = set(tok.all_special_ids), tok.unk_token_id
+    out = []
+    for text, enc in zip(texts, encodings):
+        chars, spaces, cursor = [], [], 0
+        for piece, (a, b) in zip(enc.tokens, enc.offsets):
+            if piece == SPACE:  # a bare word boundary: whitespace, no characters
+                b = a
+            a = max(a, cursor)  # normalisation can make offsets overlap (ﬁ -> f + fi)
+            b = max(b, a)
+            spaces.append(text[cursor:a])
+            chars.append(text[a:b])
+            cursor = b
+        # a literal "</s>" can match the control piece: make it <unk>, its characters stay
+        ids = [unk if i in special else i for i in enc.ids]
+        out.append(Encoded(text, ids, chars, spaces, text[cursor:]))
+    return out
+
+
+def render(tok: PreTrainedTokenizerBase, source: Encoded, output: Sequence[tuple[int, int | None]]) -> str:
+    """Text of (token id, source index or None) pairs; see the module docstring."""
+    special = set(tok.all_special_ids)
+    parts = []
+    for tok_id, i in output:
+        if i is not None:
+            parts.append((source.spaces[i] or "") + source.chars[i])
+        elif tok_id not in special:
+            parts.append(tok.convert_ids_to_tokens(tok_id).replace(SPACE, " "))
+    text = source.text
+    if not text.strip():
+        return text
+    lead, trail = text[: len(text) - len(text.lstrip())], text[len(text.rstrip()):]
+    return lead + ("".join(parts) + source.tail).strip() + trail
+
+
+def render_ids(tok: PreTrainedTokenizerBase, source: Encoded, output_ids: Sequence[int]) -> str:
+    """Text of a whole output sentence (T5): provenance from aligning it with the source."""
+    ids = [i for i in output_ids if i not in (tok.eos_token_id, tok.pad_token_id)]
+    return render(tok, source, list(zip(ids, align(source.ids, ids))))
