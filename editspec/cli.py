@@ -48,20 +48,43 @@ def build_parser() -> argparse.ArgumentParser:
     data_sub = p.add_subparsers(dest="data_command", required=True)
     s = data_sub.add_parser("stats", help="edit statistics of an M2 or parallel corpus (JSON)")
     s.add_argument("file", help="M2 file, TSV (source<TAB>target), or source file with --target")
-    s.add_argument("--target", default=None, help="target file for a two-file parallel corpus")
+    s.add_argument("--target", nargs="+", default=None,
+                   help="target file for a two-file parallel corpus; several (JFLEG references): "
+                        "one pair per reference")
     s.add_argument("--tokenizer", default=None, help="tokenizer directory (default: the shipped one)")
     s.add_argument("--annotator", default="0",
                    help="M2 annotator id, or 'all' for one pair per annotator")
     s.add_argument("--tokenized", action="store_true",
                    help="keep the M2 spaCy tokenization instead of detokenizing to natural text")
+    s.add_argument("--detokenize", action="store_true",
+                   help="detokenize a tokenized parallel corpus (e.g. JFLEG) to natural text")
+    s.set_defaults(threads=None)  # no torch here; main() reads args.threads
 
-    p = sub.add_parser("eval", help="ERRANT P/R/F0.5 against a gold M2 file (GLEU with --refs)")
-    p.add_argument("--m2", required=True, help="gold M2 file (its S lines are the input)")
-    p.add_argument("--refs", nargs="*", default=None,
-                   help="plain reference files for GLEU (JFLEG-style); source is the M2's S lines")
+    p = sub.add_parser("eval", help="ERRANT P/R/F0.5 against a gold M2 file; GLEU with --src/--refs")
+    p.add_argument("--m2", default=None,
+                   help="gold M2 file; its (detokenized) S lines are the input")
+    p.add_argument("--src", default=None,
+                   help="tokenized source file, one sentence a line (JFLEG dev.src): the input "
+                        "when there is no --m2 (with --m2, its S lines must be these sentences)")
+    p.add_argument("--refs", nargs="+", default=None,
+                   help="tokenized reference files for GLEU, line-aligned with the source "
+                        "(JFLEG dev.ref0 .. dev.ref3)")
+    p.add_argument("--hyp", default=None,
+                   help="score this file of corrected sentences (natural text, one a line) "
+                        "instead of running a model")
+    p.add_argument("--retokenize", choices=("changed", "all"), default="changed",
+                   help="changed: keep the gold tokens of text the model left unchanged and "
+                        "spaCy-tokenize only what it changed (default); all: spaCy-tokenize the "
+                        "whole output, as errant_parallel -tok does")
+    p.add_argument("--cat", type=int, choices=(1, 2, 3), default=None,
+                   help="per-type scores as errant_compare -cat: 1 operation, 2 main type, "
+                        "3 full type (JSON per_type uses 3 unless given)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--limit", type=int, default=None, help="first N sentences only")
-    p.add_argument("--save-hyp", default=None, help="write the corrected (tokenized) sentences here")
+    p.add_argument("--save-hyp", default=None, help="write the corrected sentences (natural text) here")
+    p.add_argument("--save-m2", default=None,
+                   help="write the hypothesis M2 here (errant_compare -hyp FILE -ref M2 agrees)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     _add_model_options(p)
 
     p = sub.add_parser("profile", help="latency report: EdiT5 vs T5 vs speculative T5 and peers")

@@ -62,7 +62,7 @@ def train_tokenizer(
         spm.SentencePieceTrainer.train(
             input=str(corpus), model_prefix=str(Path(tmp) / "spiece"), vocab_size=vocab_size,
             model_type="unigram", pad_id=0, eos_id=1, unk_id=2, bos_id=-1,
-            character_coverage=0.9995, input_sentence_size=2_000_000, shuffle_input_sentence=True,
+            character_coverage=1.0, input_sentence_size=2_000_000, shuffle_input_sentence=True,
             hard_vocab_limit=False, minloglevel=2,  # vocab_size is an upper bound on tiny corpora
         )
         tok = T5Tokenizer.from_pretrained(tmp, extra_ids=extra_ids)
@@ -134,7 +134,10 @@ def render(tok: PreTrainedTokenizerBase, source: Encoded, output: Sequence[tuple
     parts = []
     for tok_id, i in output:
         if i is not None:
-            parts.append((source.spaces[i] or "") + source.chars[i])
+            space = source.spaces[i]
+            if i == 0 and parts and not space and tok.convert_ids_to_tokens(tok_id).startswith(SPACE):
+                space = " "  # the first token's word boundary is implicit in its piece
+            parts.append(space + source.chars[i])
         elif tok_id not in special:
             parts.append(tok.convert_ids_to_tokens(tok_id).replace(SPACE, " "))
     text = source.text

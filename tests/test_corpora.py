@@ -1,0 +1,197 @@
+"""Corpus readers (M2, parallel, JFLEG), the detokenizer, and ``editspec data stats`` on tiny files."""
+
+import json
+
+import datasets
+import pytest
+
+from editspec.cli import main
+from editspec.corpora import apply_edits, data_dir, parse_m2, read_jfleg, read_m2, read_parallel
+from editspec.errors import EditspecError
+from editspec.text import detokenize, tokenize_for_errant
+
+M2 = """\
+S He go to school yesterday .
+A 1 2|||R:VERB:TENSE|||went|||REQUIRED|||-NONE-|||0
+A 3 3|||M:DET|||the|||REQUIRED|||-NONE-|||0
+A 4 5|||U:ADV||||||REQUIRED|||-NONE-|||0
+A 1 2|||R:VERB:TENSE|||goes|||REQUIRED|||-NONE-|||1
+
+S I do n't like the medium - size car .
+A -1 -1|||noop|||-NONE-|||REQUIRED|||-NONE-|||0
+A 7 8|||R:NOUN|||sized|||REQUIRED|||-NONE-|||1
+
+S Pasteries are nice .
+A 0 1|||UNK|||Pasteries|||REQUIRED|||-NONE-|||0
+A 2 2|||M:ADV|||very|||REQUIRED|||-NONE-|||0
+A 3 3|||M:PUNCT|||!|||REQUIRED|||-NONE-|||0
+A 3 4|||U:PUNCT||||||REQUIRED|||-NONE-|||0
+
+S It was " great " ( really ) .
+"""
+
+
+@pytest.fixture(autouse=True)
+def _datasets_cache(tmp_path, monkeypatch):
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-cache")
+
+
+@pytest.fixture
+def m2_file(tmp_path):
+    path = tmp_path / "tiny.m2"
+    path.write_text(M2, encoding="utf-8")
+    return path
+
+
+def test_apply_edits_shifts_offsets_and_keeps_file_order_at_one_position():
+    source = "a b c d".split()
+    # insertion and replacement at the same start: the insertion comes first, as in the file
+    edits = [(1, 1, "M", ["x", "y"], 0), (1, 2, "R", ["B"], 0), (3, 4, "U", [], 0), (0, 0, "M", ["<"], 0)]
+    assert apply_edits(source, edits) == "< a x y B c".split()
+    assert apply_edits(source, [(-1, -1, "noop", ["-NONE-"], 0)]) == source
+    assert apply_edits(source, [(0, 1, "UNK", ["a"], 0)]) == source
+
+
+def test_read_m2_tokenized_annotator_0(m2_file):
+    rows = read_m2(m2_file, detokenized=False).to_list()
+    assert [r["target"] for r in rows] == [
+        "He went to the school .",
+        "I do n't like the medium - size car .",  # noop
+        "Pasteries are very nice !",  # UNK changes nothing; "!" inserted before ".", "." deleted
+        'It was " great " ( really ) .',  # a block without A lines
+    ]
+    assert rows[0]["source"] == "He go to school yesterday ."
+    assert {r["annotator"] for r in rows} == {0}
+
+
+def test_read_m2_detokenized_and_all_annotators(m2_file):
+    rows = read_m2(m2_file, annotator="all").to_list()
+    assert len(rows) == 8  # 4 sentences x annotators {0, 1}: missing lines mean "no edits"
+    by = {(r["source"], r["annotator"]): r["target"] for r in rows}
+    assert by[("He go to school yesterday.", 1)] == "He goes to school yesterday."
+    assert by[("I don't like the medium-size car.", 0)] == "I don't like the medium-size car."
+    assert by[("I don't like the medium-size car.", 1)] == "I don't like the medium-sized car."
+    assert by[('It was "great" (really).', 1)] == 'It was "great" (really).'
+    assert [r["target"] for r in read_m2(m2_file, annotator=1)][0] == "He goes to school yesterday."
+
+
+def test_read_m2_cache_follows_file_changes(m2_file):
+    assert len(read_m2(m2_file)) == 4
+    m2_file.write_text(M2 + "\nS One more .\n", encoding="utf-8")
+    assert len(read_m2(m2_file)) == 5
+
+
+def test_read_m2_errors(tmp_path):
+    with pytest.raises(EditspecError, match="no such file"):
+        read_m2(tmp_path / "missing.m2")
+    bad = tmp_path / "bad.m2"
+    bad.write_text("S a b\nA x y|||R|||c|||REQUIRED|||-NONE-|||0\n", encoding="utf-8")
+    with pytest.raises(EditspecError, match="line 2"):
+        read_m2(bad)
+    with pytest.raises(EditspecError, match="annotator"):
+        read_m2(bad, annotator="first")
+    assert list(parse_m2(iter(["S a\n", "\n", "\n", "S b c\n"]))) == [(["a"], []), (["b", "c"], [])]
+    with pytest.raises(EditspecError, match="line 2: expected"):
+        list(parse_m2(iter(["S a\n", "a tsv line\tx\n"])))
+
+
+def test_read_parallel_tsv_and_two_files(tmp_path):
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("He go home.\tHe goes home.\n\nI has a dog .\tI have a dog .\n", encoding="utf-8")
+    assert read_parallel(tsv).to_list() == [
+        {"source": "He go home.", "target": "He goes home.", "annotator": 0},
+        {"source": "I has a dog .", "target": "I have a dog .", "annotator": 0},
+    ]
+    assert read_parallel(tsv, detokenized=True)[1]["target"] == "I have a dog."
+    src, tgt = tmp_path / "src.txt", tmp_path / "tgt.txt"
+    src.write_text("a b\nc\n", encoding="utf-8")
+    tgt.write_text("a B\nc\n", encoding="utf-8")
+    assert read_parallel(src, tgt)["target"] == ["a B", "c"]
+    tgt.write_text("a B\n", encoding="utf-8")
+    with pytest.raises(EditspecError, match="has 2 lines"):
+        read_parallel(src, tgt)
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("no tab here\n", encoding="utf-8")
+    with pytest.raises(EditspecError, match="TAB"):
+        read_parallel(bad)
+
+
+def test_read_jfleg(tmp_path):
+    src = tmp_path / "dev.src"
+    src.write_text("For not use car . \nI can not go . \n", encoding="utf-8")  # JFLEG: trailing space
+    refs = []
+    for k, lines in enumerate([["Not for use with a car . ", "I can not go . "],
+                               ["Do not use a car . ", "I ca n't go . "]]):
+        refs.append(tmp_path / f"dev.ref{k}")
+        refs[-1].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    rows = read_jfleg(src, refs).to_list()
+    assert rows[0] == {"source": "For not use car.", "references": ["Not for use with a car.", "Do not use a car."]}
+    assert rows[1]["references"] == ["I can not go.", "I can't go."]
+    tokenized = read_jfleg(src, refs, detokenized=False)
+    assert tokenized[1]["references"] == ["I can not go .", "I ca n't go ."]
+    pairs = read_jfleg(src, refs, pairs=True)
+    assert len(pairs) == 4 and pairs["annotator"] == [0, 1, 0, 1]
+    assert pairs[3] == {"source": "I can not go.", "target": "I can't go.", "annotator": 1}
+
+
+def test_data_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDITSPEC_DATA", str(tmp_path))
+    assert data_dir() == tmp_path
+    assert data_dir(tmp_path / ".") == tmp_path / "."
+    with pytest.raises(EditspecError, match="does not exist"):
+        data_dir(tmp_path / "nowhere")
+    monkeypatch.setenv("EDITSPEC_DATA", str(tmp_path / "nowhere"))
+    with pytest.raises(EditspecError, match="does not exist"):
+        data_dir()
+
+
+@pytest.mark.parametrize("tokenized, natural", [
+    ("I do n't know , do you ?", "I don't know, do you?"),
+    ("I 'm sure it 's John 's car .", "I'm sure it's John's car."),
+    ("We ca n't and wo n't go", "We can't and won't go"),
+    ("I can not go", "I can not go"),
+    ("a medium - sized town and an e - mail", "a medium-sized town and an e-mail"),
+    ("prices rose 5 % to $ 5 ( or £ 4 ) ; then : stop !", "prices rose 5% to $5 (or £4); then: stop!"),
+    ('He said " hello " and " bye " .', 'He said "hello" and "bye".'),
+    ("She said ' no ' to the girls ' team .", "She said 'no' to the girls' team."),
+    ('" Go away ! " he said .', '"Go away!" he said.'),
+    ("and / or , well ...", "and/or, well..."),
+    ("I do nt know , i m gon na go", "I dont know, im gonna go"),
+    ("2010 - 2012 and 1 -- 2", "2010-2012 and 1 -- 2"),
+    ("", ""),
+])
+def test_detokenize(tokenized, natural):
+    assert detokenize(tokenized) == natural
+
+
+def test_spacy_tokenizes_detokenized_text_back():
+    sentences = ["I do n't know , do you ?", 'He said " hello " to the girls \' team .',
+                 "a medium - sized town ( nice ) costs $ 5 .", "I do nt know , i m gon na go ."]
+    for s in sentences:
+        assert tokenize_for_errant(detokenize(s)) == s
+
+
+def test_data_stats_command(tmp_path, m2_file, tokenizer_dir, capsys):
+    assert main(["data", "stats", str(m2_file), "--tokenizer", str(tokenizer_dir)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["pairs"] == 4 and out["identical_pairs"] == 2
+    assert out["too_few_markers"] == 0 and out["roundtrip_exact"] == 4
+    assert out["mean_insertions"] > 0 and out["mean_decoder_tokens"] >= out["mean_insertions"] + 1
+    assert main(["data", "stats", str(m2_file), "--annotator", "all", "--tokenized",
+                 "--tokenizer", str(tokenizer_dir)]) == 0
+    assert json.loads(capsys.readouterr().out)["pairs"] == 8
+
+    # the tiny tokenizer has 64 markers: inserting after the 70th kept token needs #70
+    from editspec.tokens import encode, load_tokenizer
+
+    assert len(encode(load_tokenizer(tokenizer_dir), ["school park"])[0].ids) == 2
+    tsv = tmp_path / "long.tsv"
+    tsv.write_text(f"{' '.join(['school'] * 80)}\t{' '.join(['school'] * 70 + ['park'] + ['school'] * 10)}\n"
+                   "A dog .\tA dog .\n")
+    assert main(["data", "stats", str(tsv), "--tokenizer", str(tokenizer_dir)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["pairs"] == 2 and out["too_few_markers"] == 1 and out["roundtrip_exact"] == 1
+    assert out["max_position_markers_needed"] == 71 and out["identical_pairs"] == 1
+
+    assert main(["data", "stats", str(tmp_path / "none.m2"), "--tokenizer", str(tokenizer_dir)]) == 2
+    assert "no such file" in capsys.readouterr().err
