@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                    help="colour for --format diff")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--max-length", type=int, default=None,
+                   help="longest model input in tokens with EOS; longer sentences are split "
+                        "(default: the length the models were trained with)")
     _add_model_options(p)
 
     p = sub.add_parser("data", help="corpus tools")
@@ -88,16 +91,32 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_options(p)
 
     p = sub.add_parser("profile", help="latency report: EdiT5 vs T5 vs speculative T5 and peers")
-    p.add_argument("--data", required=True, help="M2 or plain text file of sentences")
-    p.add_argument("--limit", type=int, default=100)
-    p.add_argument("--modes", nargs="+", default=None, help="modes to time (default: all available)")
+    p.add_argument("--data", required=True,
+                   help="M2 file (S lines, detokenized; gold targets from annotator 0), "
+                        "source<TAB>target lines, or plain text (one sentence a line)")
+    p.add_argument("--limit", type=int, default=100, help="first N sentences")
+    p.add_argument("--modes", nargs="+", default=None,
+                   help="modes to time, or 'none' (default: all; t5 always runs as the reference): "
+                        "t5 edit5 speculative speculative-copy speculative-small speculative-perfect "
+                        "hf-greedy hf-assisted hf-prompt-lookup")
     p.add_argument("--out", required=True, help="output directory for report.json, report.md, plots")
-    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=5, help="untimed batches before timing")
     p.add_argument("--architectures", action="store_true",
-                   help="also time t5-small, t5-base and EdiT5-base at real sizes with random "
-                        "weights and decoder steps forced from the gold targets")
-    p.add_argument("--trace", action="store_true", help="write a torch.profiler trace")
+                   help="also time t5-small, t5-base, EdiT5-small and EdiT5-base at real sizes with "
+                        "random weights and decoder steps forced from the gold targets")
+    p.add_argument("--trace", action="store_true",
+                   help="write a torch.profiler chrome trace of one batch per mode (trace-MODE.json)")
+    p.add_argument("--t5-draft", default=None,
+                   help="small T5 drafter for speculative-small and hf-assisted "
+                        "(default: the bundle's t5-draft/)")
+    p.add_argument("--gamma", default="4",
+                   help="initial draft window of the speculative modes (adapts up to 64), or 'all'")
+    p.add_argument("--prompt-lookup-tokens", type=int, default=10,
+                   help="prompt_lookup_num_tokens of hf-prompt-lookup")
+    p.add_argument("--dtype", default=None,
+                   help="float32, bfloat16, float16 or float64 (default: the checkpoints' own)")
     _add_model_options(p)
+    p.set_defaults(batch_size=1)  # per-sentence latency unless asked
     return parser
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -103,6 +104,16 @@ class Encoded:
     tail: str  # after the last token: trailing whitespace, characters the normaliser dropped
 
 
+_SPECIAL: "weakref.WeakKeyDictionary[PreTrainedTokenizerBase, frozenset[int]]" = weakref.WeakKeyDictionary()
+
+
+def special_ids(tok: PreTrainedTokenizerBase) -> frozenset[int]:
+    """``tok.all_special_ids``, cached: transformers rebuilds that list on every access."""
+    if tok not in _SPECIAL:
+        _SPECIAL[tok] = frozenset(tok.all_special_ids)
+    return _SPECIAL[tok]
+
+
 def encode(tok: PreTrainedTokenizerBase, texts: Sequence[str]) -> list[Encoded]:
     backend = tok.backend_tokenizer
     backend.encode_special_tokens = True  # user text never contains control tokens
@@ -110,7 +121,7 @@ def encode(tok: PreTrainedTokenizerBase, texts: Sequence[str]) -> list[Encoded]:
         encodings = backend.encode_batch(list(texts), add_special_tokens=False)
     finally:
         backend.encode_special_tokens = False
-    special, unk = set(tok.all_special_ids), tok.unk_token_id
+    special, unk = special_ids(tok), tok.unk_token_id
     out = []
     for text, enc in zip(texts, encodings):
         chars, spaces, cursor = [], [], 0
@@ -130,7 +141,7 @@ def encode(tok: PreTrainedTokenizerBase, texts: Sequence[str]) -> list[Encoded]:
 
 def render(tok: PreTrainedTokenizerBase, source: Encoded, output: Sequence[tuple[int, int | None]]) -> str:
     """Text of (token id, source index or None) pairs; see the module docstring."""
-    special = set(tok.all_special_ids)
+    special = special_ids(tok)
     parts = []
     for tok_id, i in output:
         if i is not None:

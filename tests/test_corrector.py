@@ -1,0 +1,413 @@
+"""Corrector API and `editspec correct` (editspec/segment.py, editspec/corrector.py).
+
+Tiny random models are built here and saved with the conftest tokenizer into a tmp bundle.
+An "identity" EdiT5 has weights set so that it keeps every token in order and inserts nothing
+(tag bias: keep; pointer query zero: all successors tie, the walk takes source order; the
+insertion decoder's only path to the lm head is the start token's embedding, which the lm head
+maps to EOS): through the real generate_edits, realize and render, its output must be the input
+byte for byte.
+"""
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from editspec import cli, corrector as corrector_module, segment
+from editspec.corrector import Correction, Corrector, Edit, diff, format_diff, resolve_models
+from editspec.errors import EditspecError
+from editspec.tokens import encode
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "editspec" / "samples" / "learner.txt"
+
+
+def tiny_edit5(tok, identity: bool = False, max_order_positions: int = 24):
+    from editspec.modeling_edit5 import EdiT5Config, EdiT5Model
+
+    config = EdiT5Config(
+        vocab_size=len(tok), d_model=16, d_kv=8, d_ff=32, num_heads=2, num_layers=1, num_decoder_layers=1,
+        max_order_positions=max_order_positions, tag_embedding_dim=8, tie_word_embeddings=False,
+        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, decoder_start_token_id=tok.pad_token_id)
+    model = EdiT5Model(config)
+    if identity:
+        with torch.no_grad():
+            model.tag_classifier.weight.zero_()
+            model.tag_classifier.bias.copy_(torch.tensor([-5.0, 5.0]))  # [DELETE, KEEP]
+            model.pointer_query.weight.zero_()
+            model.pointer_query.bias.zero_()
+            for layer in model.decoder.block[0].layer:  # residual stream = start token embedding
+                for name in ("SelfAttention", "EncDecAttention"):
+                    if hasattr(layer, name):
+                        getattr(layer, name).o.weight.zero_()
+                if hasattr(layer, "DenseReluDense"):
+                    layer.DenseReluDense.wo.weight.zero_()
+            model.lm_head.weight.zero_()
+            model.lm_head.weight[tok.eos_token_id] = model.shared.weight[config.decoder_start_token_id]
+    return model
+
+
+def tiny_t5(tok):
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    return T5ForConditionalGeneration(T5Config(
+        vocab_size=len(tok), d_model=16, d_kv=8, d_ff=32, num_layers=1, num_decoder_layers=1, num_heads=2,
+        decoder_start_token_id=tok.pad_token_id, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id))
+
+
+def save(model, tok, path: Path) -> Path:
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory, tokenizer):
+    torch.manual_seed(0)
+    root = tmp_path_factory.mktemp("models")
+    save(tiny_edit5(tokenizer), tokenizer, root / "bundle" / "edit5")
+    save(tiny_t5(tokenizer), tokenizer, root / "bundle" / "t5")
+    for kind in ("edit5", "t5"):  # as training/train.py records it: inputs are chunked to this
+        (root / "bundle" / kind / "training.json").write_text('{"step": 1, "max_length": 16}')
+    save(tiny_edit5(tokenizer, identity=True), tokenizer, root / "identity")
+    return root
+
+
+@pytest.fixture(scope="module")
+def identity(models):
+    return Corrector.from_pretrained(models / "identity", device="cpu")
+
+
+@pytest.fixture(scope="module")
+def speculative(models):
+    return Corrector.from_pretrained(models / "bundle", device="cpu", batch_size=4)
+
+
+LINES = ["  She go to school every days.  I like it.", "", "\t😀 中文 He go home.\tThen   we eat 3.5 apple. ",
+         "word " * 60, "ﬁne</s><extra_id_3>  x", "no newline at end", "ﷺ" * 30 + " x"]
+
+
+# -- segment --
+
+
+def test_segment_docstring_example():
+    line = '  He go home.  She say "Hi!" to me.Then   we eat 3.5 apple. '
+    spans = segment.segment(line)
+    assert [line[a:b] for a, b in spans] == ["He go home.", 'She say "Hi!" to me.', "Then   we eat 3.5 apple."]
+    assert segment.rejoin(line, spans, ["He goes home.", 'She says "Hi!" to me.', "Then we eat 3.5 apples."]) \
+        == '  He goes home.  She says "Hi!" to me.Then we eat 3.5 apples. '
+
+
+def test_sentences_keep_abbreviations_decimals_quotes():
+    def split(line):
+        return [line[a:b] for a, b in segment.sentences(line)]
+
+    assert split("Mr. Smith paid $3.50 for it, e.g. on Monday. U.S. citizens vote.") == \
+        ["Mr. Smith paid $3.50 for it, e.g. on Monday.", "U.S. citizens vote."]
+    assert split('He said "Stop!" and left. It was No. 1 in the list.') == \
+        ['He said "Stop!" and left.', "It was No. 1 in the list."]
+    assert split("i went home. i was tired.") == ["i went home.", "i was tired."]
+    assert split("first line\nsecond line") == ["first line", "second line"]
+    assert split(" \t ") == []
+
+
+def test_chunks_cover_long_sentences_without_loss(tokenizer):
+    text = ", ".join(["the cat played football with friends"] * 12) + " " + "x" * 300
+    spans = segment.chunks(tokenizer, text, 20)  # a clause is 13 tokens here
+    assert len(spans) > 5
+    for (a, b), (c, _) in zip(spans, spans[1:]):
+        assert b <= c and not text[b:c].strip()  # only whitespace between chunks
+    assert spans[0][0] == 0 and spans[-1][1] == len(text)
+    assert all(len(encode(tokenizer, [text[a:b]])[0].ids) <= 20 for a, b in spans)
+    # a cut prefers clause punctuation: the first chunk ends at a comma
+    assert text[: spans[0][1]].endswith(",")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(max_size=300), st.integers(2, 20))
+def test_segment_property(tokenizer, line, max_tokens):
+    spans = segment.segment(line, [(tokenizer, max_tokens)])
+    cursor = 0
+    for a, b in spans:
+        assert cursor <= a < b and not line[cursor:a].strip()
+        assert line[a:b] == line[a:b].strip()
+        assert len(encode(tokenizer, [line[a:b]])[0].ids) <= max_tokens or b - a == 1  # see chunks
+        cursor = b
+    assert not line[cursor:].strip()
+    assert segment.rejoin(line, spans, [line[a:b] for a, b in spans]) == line
+
+
+# -- Corrector --
+
+
+def test_diff_edits_are_source_offsets():
+    src, tgt = "He go to school. 😀", "He goes to the school. 😀"
+    edits = diff(src, tgt)
+    assert edits[0] == Edit(3, 5, "go", "goes")
+    assert [src[e.start:e.end] for e in edits] == [e.original for e in edits]
+    assert apply(src, edits) == tgt
+    assert diff(src, src) == []
+
+
+def apply(text: str, edits: list[Edit]) -> str:
+    for e in reversed(edits):
+        text = text[: e.start] + e.correction + text[e.end:]
+    return text
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=40), st.text(max_size=40))
+def test_diff_applies(src, tgt):
+    assert apply(src, diff(src, tgt)) == tgt
+
+
+def test_identity_model_reproduces_every_line(identity):
+    assert identity.mode == "edit5"
+    assert identity.correct(LINES) == LINES
+    assert all(c.edits == [] and c.output == c.input for c in identity.correct_detailed(LINES))
+    assert identity.correct([]) == []
+    with pytest.raises(TypeError):
+        identity.correct("a string, not a list")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.text(max_size=120), max_size=4))
+def test_identity_property(identity, lines):
+    """Unicode of every kind, spacing, unknown characters: unedited text survives exactly."""
+    assert identity.correct(lines) == lines
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.text(max_size=50), max_size=3))
+def test_random_models_never_crash(speculative, lines):
+    results = speculative.correct_detailed(lines)
+    assert len(results) == len(lines)
+    for line, c in zip(lines, results):
+        assert c.input == line and apply(line, c.edits) == c.output
+        if line.strip():  # whitespace around the text is never handed to a model
+            lead, trail = line[: len(line) - len(line.lstrip())], line[len(line.rstrip()):]
+            assert c.output.startswith(lead) and c.output.endswith(trail)
+        else:
+            assert c.output == line
+
+
+def test_speculative_output_is_t5_output(models):
+    """Speculative T5 output is T5's greedy output (both chunk to training.json's 16 tokens).
+    float64: a random tiny model has near-tied logits that float32 summation order can flip."""
+    t5_only = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", batch_size=4)
+    spec = Corrector.from_pretrained(models / "bundle", device="cpu", batch_size=4)
+    assert spec.mode == "speculative" and spec.shared_vocab
+    assert spec.limits[0][1] == t5_only.limits[0][1] == 15
+    for model in (t5_only.t5, spec.t5, spec.edit5):
+        model.double()
+    lines = LINES[:3] + Path(SAMPLE).read_text(encoding="utf-8").splitlines()[:1]
+    assert spec.correct(lines) == t5_only.correct(lines)
+
+
+def test_edit5_and_t5_modes_run(models):
+    for mode in ("edit5", "t5"):
+        c = Corrector.from_pretrained(models / "bundle", mode=mode, device="cpu", batch_size=64)
+        out = c.correct(LINES)
+        assert len(out) == len(LINES) and out[1] == ""
+    # the random EdiT5 edits: a model whose output is ignored would fail this
+    assert Corrector.from_pretrained(models / "bundle" / "edit5").correct(LINES[:1]) != LINES[:1]
+
+
+def test_mismatched_tokenizers_are_retokenized(models, tmp_path, tokenizer):
+    """An EdiT5 with another vocabulary drafts through text: the output is still T5's."""
+    from conftest import sentences
+    from editspec.tokens import train_tokenizer
+
+    other = train_tokenizer(sentences(500, seed=3), tmp_path / "tok", vocab_size=200, extra_ids=64)
+    assert other.get_vocab() != tokenizer.get_vocab()
+    save(tiny_edit5(other), other, tmp_path / "edit5")
+    spec = Corrector.from_pretrained(edit5=tmp_path / "edit5", t5=models / "bundle" / "t5", device="cpu")
+    assert spec.mode == "speculative" and not spec.shared_vocab
+    t5_only = Corrector.from_pretrained(t5=models / "bundle" / "t5", device="cpu")
+    short = ["She go to school.", "I like it 😀.", ""]
+    assert spec.correct(short) == t5_only.correct(short)
+
+
+def test_model_resolution_and_errors(models, tmp_path, monkeypatch):
+    bundle = models / "bundle"
+    assert resolve_models(bundle) == (str(bundle / "edit5"), str(bundle / "t5"))
+    assert resolve_models(bundle / "t5") == (None, str(bundle / "t5"))
+    assert Corrector.from_pretrained(bundle / "t5").mode == "t5"
+
+    def fails(pattern, **kwargs):
+        with pytest.raises(EditspecError, match=pattern):
+            Corrector.from_pretrained(**kwargs)
+
+    fails("does not exist", model=tmp_path / "missing")
+    fails("neither a model directory", model=tmp_path)
+    fails("needs a T5", model=bundle / "edit5", mode="t5")
+    fails("unknown mode", model=bundle, mode="beam")
+    fails("is a T5 model, not an EdiT5", edit5=bundle / "t5")
+    bert = tmp_path / "bert"
+    bert.mkdir()
+    (bert / "config.json").write_text('{"model_type": "bert"}')
+    fails("'bert' model", model=bert)
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for f in (bundle / "edit5").iterdir():
+        (broken / f.name).write_bytes(f.read_bytes())
+    (broken / "model.safetensors").write_bytes(b"not weights")
+    fails("cannot load an EdiT5 model", model=broken)
+    (broken / "config.json").write_text("{not json")
+    fails("cannot read", model=broken)
+    monkeypatch.setattr(corrector_module, "DEFAULT_MODEL", tmp_path / "default")
+    fails("no model installed")
+
+
+# -- the command --
+
+INPUT = "She go to school.  I like it.\r\n\r\n\t He have 3.5 apple 😀.  \n  \nlast line, no newline"
+
+
+def run_cli(capsysbinary, *args) -> tuple[int, bytes, str]:
+    rc = cli.main(["correct", *map(str, args)])
+    out, err = capsysbinary.readouterr()
+    return rc, out, err.decode()
+
+
+def test_cli_text_is_byte_identical_with_identity_model(models, tmp_path, capsysbinary):
+    src = tmp_path / "in.txt"
+    src.write_bytes(INPUT.encode())
+    rc, out, err = run_cli(capsysbinary, src, "--model", models / "identity", "--no-progress")
+    assert rc == 0 and out == INPUT.encode(), err
+    # a byte order mark is kept out of the model and written back
+    src.write_bytes(b"\xef\xbb\xbf" + INPUT.encode())
+    assert run_cli(capsysbinary, src, "--model", models / "identity")[1] == b"\xef\xbb\xbf" + INPUT.encode()
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(alphabet=st.one_of(st.sampled_from("\r\n\t  .,"), st.characters()), max_size=200))
+def test_cli_property_identity_is_byte_identical(models, tmp_path_factory, capsysbinary, monkeypatch, text):
+    """Any UTF-8 file (CR, CRLF, blank lines, no final newline, BOM) comes back byte for byte
+    from a model that edits nothing, also when it is streamed in small blocks."""
+    monkeypatch.setattr(corrector_module, "BLOCK_LINES", 3)
+    src = tmp_path_factory.mktemp("prop") / "in.txt"
+    src.write_bytes(text.encode())
+    rc, out, err = run_cli(capsysbinary, src, "--model", models / "identity")
+    assert rc == 0 and out == text.encode(), err
+
+
+def test_cli_stdin_streams_in_blocks(models, monkeypatch, capsysbinary):
+    monkeypatch.setattr(corrector_module, "BLOCK_LINES", 2)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(INPUT.encode())))
+    calls = []
+    real = Corrector.correct_detailed
+    monkeypatch.setattr(Corrector, "correct_detailed", lambda self, texts, **kw: calls.append(len(texts))
+                        or real(self, texts, **kw))
+    rc, out, _ = run_cli(capsysbinary, "-", "--model", models / "identity")
+    assert rc == 0 and out == INPUT.encode() and calls == [2, 2, 1]
+
+
+def test_cli_random_model_keeps_lines_and_endings(models, tmp_path, capsysbinary):
+    src = tmp_path / "in.txt"
+    src.write_bytes(INPUT.encode())
+    rc, out, _ = run_cli(capsysbinary, src, "--model", models / "bundle", "--mode", "edit5")
+    assert rc == 0
+    got, want = out.decode().split("\n"), INPUT.split("\n")
+    assert len(got) == len(want)
+    assert [g.endswith("\r") for g in got] == [w.endswith("\r") for w in want]
+    assert got[1] == "\r" and got[3] == "  "  # blank and whitespace-only lines untouched
+
+
+def test_cli_jsonl_and_diff(models, tmp_path, capsysbinary):
+    src = tmp_path / "in.txt"
+    src.write_bytes(INPUT.encode())
+    rc, out, _ = run_cli(capsysbinary, src, "--model", models / "bundle", "--mode", "edit5", "--format", "jsonl")
+    rows = [json.loads(line) for line in out.decode().splitlines()]
+    assert rc == 0 and [r["input"] for r in rows] == INPUT.replace("\r\n", "\n").split("\n")
+    assert any(r["edits"] for r in rows)
+    for r in rows:
+        edits = [Edit(**e) for e in r["edits"]]
+        assert apply(r["input"], edits) == r["output"]
+        assert all(r["input"][e.start:e.end] == e.original for e in edits)
+
+    rc, out, _ = run_cli(capsysbinary, src, "--model", models / "bundle", "--mode", "edit5", "--format", "diff",
+                         "--color", "never")
+    lines = out.decode().split("\n")
+    assert rc == 0 and len(lines) == len(INPUT.split("\n")) and "[-" in out.decode()
+    assert "\x1b[" not in out.decode()
+    # undoing the markup gives the input back (no brackets in INPUT)
+    unmarked = re.sub(r"\{\+.*?\+\}", "", re.sub(r"\[-(.*?)-\]", r"\1", out.decode(), flags=re.S), flags=re.S)
+    assert unmarked == INPUT
+    _, coloured, _ = run_cli(capsysbinary, src, "--model", models / "bundle", "--mode", "edit5", "--format", "diff",
+                             "--color", "always")
+    assert "\x1b[31m[-" in coloured.decode()
+    c = Correction("He go home.", "He goes home.", [Edit(3, 5, "go", "goes")])
+    assert format_diff(c) == "He [-go-]{+goes+} home."
+
+
+def test_cli_output_file_is_atomic(models, tmp_path, monkeypatch, capsysbinary):
+    src, dst = tmp_path / "in.txt", tmp_path / "out.txt"
+    src.write_bytes(INPUT.encode())
+    rc, out, _ = run_cli(capsysbinary, src, "-o", dst, "--model", models / "identity")
+    assert rc == 0 and out == b"" and dst.read_bytes() == INPUT.encode()
+    assert oct(dst.stat().st_mode & 0o777) != "0o600"  # not mkstemp's private mode
+
+    # interrupted after the first block was written: the old file stays, no temp file is left
+    dst.write_text("previous")
+    monkeypatch.setattr(corrector_module, "BLOCK_LINES", 2)
+    real, calls = Corrector.correct_detailed, []
+
+    def interrupted(self, texts, **kw):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(self, texts, **kw)
+
+    monkeypatch.setattr(Corrector, "correct_detailed", interrupted)
+    rc, _, err = run_cli(capsysbinary, src, "-o", dst, "--model", models / "identity")
+    assert rc == 130 and "interrupted" in err
+    assert dst.read_text() == "previous" and sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.txt"]
+    dst.unlink()
+    calls.clear()
+    rc, _, _ = run_cli(capsysbinary, src, "-o", dst, "--model", models / "identity")
+    assert rc == 130 and sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+def test_cli_errors_are_one_line(models, tmp_path, capsysbinary):
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes("fine\ncaf\xe9\n".encode("latin-1"))
+    empty_dir = tmp_path / "empty"
+    empty_dir.mkdir()
+    cases = [
+        ((tmp_path / "missing.txt", "--model", models / "identity"), "no such file"),
+        ((tmp_path, "--model", models / "identity"), "is a directory"),
+        ((bad, "--model", models / "identity"), "line 2 is not UTF-8"),
+        ((bad, "--model", empty_dir), "line 2 is not UTF-8"),  # the input is read before the model
+        ((SAMPLE, "--model", empty_dir), "neither a model directory"),
+        ((SAMPLE, "--model", models / "identity", "-o", tmp_path / "no" / "out.txt"), "does not exist"),
+        ((SAMPLE, "--model", models / "identity", "--batch-size", "0"), "batch size"),
+        ((SAMPLE, "--model", models / "identity", "--device", "nonsense"), "unknown device"),
+    ]
+    for args, message in cases:
+        rc, out, err = run_cli(capsysbinary, *args)
+        assert rc == 2 and out == b"", args
+        assert err.count("\n") == 1 and err.startswith("editspec: error:") and message in err, err
+
+
+def test_cli_subprocess_no_traceback(models, tmp_path):
+    """`python -m editspec` as a user runs it, with a model whose weights are damaged: one line
+    on stderr, exit 2, no traceback (the failure surfaces deep inside transformers)."""
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for f in (models / "identity").iterdir():
+        (broken / f.name).write_bytes(f.read_bytes())
+    (broken / "model.safetensors").write_bytes(b"\0" * 64)
+    p = subprocess.run([sys.executable, "-m", "editspec", "correct", str(SAMPLE), "--model", str(broken)],
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT,
+                       timeout=300)
+    assert p.returncode == 2 and p.stdout == "", p.stderr
+    assert "Traceback" not in p.stderr and p.stderr.count("\n") == 1, p.stderr
+    assert p.stderr.startswith("editspec: error: cannot load an EdiT5 model from"), p.stderr

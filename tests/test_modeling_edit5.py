@@ -1,0 +1,307 @@
+"""EdiT5 features and model (editspec/features.py, editspec/modeling_edit5.py), with tiny models."""
+
+import random
+from collections import Counter
+
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+from editspec.edits import KEEP, Edits, realize
+from editspec.features import (
+    IGNORE, collate_edit5, collate_t5, edit5_features, edit5_features_batch, edit5_features_from_ids,
+    t5_features,
+)
+from editspec.modeling_edit5 import EdiT5Config, EdiT5Model, decode_order
+from editspec.tokens import encode, marker_ids
+from conftest import sentences
+
+TINY = dict(d_model=32, d_kv=8, d_ff=64, num_heads=4, num_layers=2, num_decoder_layers=1,
+            dropout_rate=0.0, max_order_positions=64, tag_embedding_dim=16)
+REPLACE = {"went": "go", "likes": "like", "saw": "see", "played": "play", "a": "an", "the": "a"}
+
+
+def corrupt(text: str, rng: random.Random, kind: str) -> str:
+    """A learner-like error in a clean sentence: the model must undo it."""
+    w = text.split()
+    i = rng.randrange(1, len(w) - 1)
+    if kind == "delete":  # a missing word: the model inserts it
+        del w[i]
+    elif kind == "insert":  # an extra word: the model deletes it
+        w.insert(i, rng.choice(["the", "very", "to"]))
+    elif kind == "swap":  # two words swapped: the pointer network moves one back
+        w[1], w[2] = w[2], w[1]  # not the first word: see the report on render() and moves
+    elif kind == "replace":
+        j = next((k for k, x in enumerate(w) if x in REPLACE), i)
+        w[j] = REPLACE.get(w[j], "xyz")
+    return " ".join(w)
+
+
+def pairs(n: int = 20, seed: int = 1) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    kinds = ["delete", "insert", "swap", "replace", "same"]
+    return [(corrupt(t, rng, kinds[k % 5]), t) for k, t in enumerate(sentences(n, seed))]
+
+
+def edits_from_features(f: dict) -> Edits:
+    """Invert the features: walk the pointers from EOS (the last input position)."""
+    end, order = len(f["input_ids"]) - 1, []
+    i = f["pointers"][end]
+    while i != end:
+        assert 0 <= i < end and len(order) < end, "pointers leave the sequence or cycle"
+        order.append(i)
+        i = f["pointers"][i]
+    return Edits(tags=f["tags"][:-1], order=order, insertions=f["insertion_labels"])
+
+
+def tiny_model(tokenizer, **overrides) -> EdiT5Model:
+    return EdiT5Model(EdiT5Config(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
+                                  eos_token_id=tokenizer.eos_token_id,
+                                  decoder_start_token_id=tokenizer.pad_token_id, **{**TINY, **overrides}))
+
+
+# -- features --
+
+def test_features_round_trip(tokenizer):
+    markers, eos = marker_ids(tokenizer), tokenizer.eos_token_id
+    data = pairs(40, seed=3) + [("He go to school yesterday.", "Yesterday he went to the school."), ("a b", "")]
+    feats = edit5_features_batch(tokenizer, [s for s, _ in data], [t for _, t in data], max_length=64)
+    assert any(edits_from_features(f).reordered for f in feats)
+    for (source, target), f in zip(data, feats):
+        assert f == edit5_features(tokenizer, source, target, max_length=64)
+        src, tgt = (e.ids for e in encode(tokenizer, [source, target]))
+        assert f["input_ids"] == src + [eos] and f["tags"][-1] == KEEP
+        edits = edits_from_features(f)
+        assert realize(src, edits, markers, eos) == tgt
+        # new-order positions: the p-th kept token has p, EOS n + 1, deleted tokens 0
+        assert [f["order_positions"][i] for i in edits.order] == list(range(1, len(edits.order) + 1))
+        assert f["order_positions"][-1] == len(edits.order) + 1
+        deleted = [i for i, t in enumerate(f["tags"]) if t != KEEP]
+        assert all(f["order_positions"][i] == 0 and f["pointers"][i] == IGNORE for i in deleted)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(10, 16), max_size=12), st.lists(st.integers(10, 16), max_size=12))
+def test_pointer_features_describe_the_new_order(source, target):
+    markers, eos = list(range(100, 164)), 1
+    f = edit5_features_from_ids(source, target, markers, eos, max_length=64)
+    edits = edits_from_features(f)
+    assert realize(source, edits, markers, eos) == target
+    kept = [i for i, t in enumerate(f["tags"]) if t == KEEP]  # EOS included
+    successors = [f["pointers"][i] for i in kept]
+    assert sorted(successors) == kept  # every kept token has exactly one predecessor
+
+
+def test_features_skip_instead_of_truncating(tokenizer):
+    stats = Counter()
+    long = " ".join(["word"] * 40)
+    assert edit5_features(tokenizer, long, "word", max_length=16, stats=stats) is None
+    assert edit5_features(tokenizer, "word", long, max_length=16, stats=stats) is None
+    assert t5_features(tokenizer, "word", long, max_length=16, stats=stats) is None
+    assert stats == {"source_too_long": 1, "target_too_long": 2}
+    # an insertion after the 64th kept token needs marker #64, but the tokenizer has 64 (0..63)
+    markers = marker_ids(tokenizer)
+    source = list(range(100, 170))
+    assert edit5_features_from_ids(source, source + [5], markers, 1, 128, stats=stats) is None
+    assert edit5_features_from_ids(source, [5] + source, markers, 1, 128, stats=stats) is not None
+    assert stats["too_many_markers"] == 1
+    unk = tokenizer.unk_token_id
+    assert edit5_features_from_ids([7], [7, unk], markers, 1, 16, unk=unk, stats=stats) is None
+    assert stats["unknown_insertion"] == 1
+    f = t5_features(tokenizer, "He go.", "He goes.", max_length=16)
+    assert f["labels"] == encode(tokenizer, ["He goes."])[0].ids + [tokenizer.eos_token_id]
+
+
+def test_collate_pads_ids_and_ignores_labels(tokenizer):
+    feats = [edit5_features(tokenizer, s, t, 64) for s, t in pairs(3)]
+    batch = collate_edit5(feats, pad_token_id=0)
+    width = max(len(f["input_ids"]) for f in feats)
+    for k, f in enumerate(feats):
+        n = len(f["input_ids"])
+        assert batch["input_ids"][k, :n].tolist() == f["input_ids"] and (batch["input_ids"][k, n:] == 0).all()
+        assert batch["attention_mask"][k].tolist() == [1] * n + [0] * (width - n)
+        assert (batch["tags"][k, n:] == IGNORE).all() and (batch["pointers"][k, n:] == IGNORE).all()
+        assert (batch["order_positions"][k, n:] == 0).all()
+        m = len(f["insertion_labels"])
+        assert batch["insertion_labels"][k, :m].tolist() == f["insertion_labels"]
+        assert (batch["insertion_labels"][k, m:] == IGNORE).all()
+    t5 = collate_t5([t5_features(tokenizer, s, t, 64) for s, t in pairs(3)])
+    assert set(t5) == {"input_ids", "attention_mask", "labels"} and (t5["labels"] >= IGNORE).all()
+
+
+# -- pointer decoding --
+
+def reference_walk(logits, kept, start):
+    """The greedy walk, one row at a time in plain Python."""
+    order, current = [], start
+    todo = {i for i, k in enumerate(kept) if k} - {start}
+    while todo:
+        current = max(sorted(todo), key=lambda j: logits[current][j])  # first index wins ties
+        order.append(current)
+        todo.discard(current)
+    return order
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_decode_order_is_a_valid_greedy_permutation(seed):
+    g = torch.Generator().manual_seed(seed)
+    batch, length = 4, int(torch.randint(1, 12, (1,), generator=g))
+    logits = torch.randn(batch, length, length, generator=g)
+    if seed % 4 == 0:  # mostly monotone: exercise the fast path too
+        logits += 10 * torch.diag(torch.ones(length - 1), 1)
+        logits[:, -1, 0] += 10
+    lengths = torch.randint(1, length + 1, (batch,), generator=g)
+    start = lengths - 1
+    kept = (torch.rand(batch, length, generator=g) < 0.7) & (torch.arange(length) < lengths[:, None])
+    kept[torch.arange(batch), start] = True
+    orders = decode_order(logits, kept, start)
+    for b in range(batch):
+        expected = sorted(i for i in range(length) if kept[b, i] and i != start[b])
+        assert sorted(orders[b]) == expected  # a permutation of the kept tokens
+        assert orders[b] == reference_walk(logits[b].tolist(), kept[b].tolist(), int(start[b]))
+
+
+# -- the model --
+
+@pytest.fixture(scope="module")
+def trained(tokenizer):
+    """A tiny EdiT5 overfitted to 20 corrupted sentences (deletions, insertions, a swap, replacements)."""
+    torch.manual_seed(0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny matrices: a second thread costs more than it gives
+    data = pairs(20)
+    feats = edit5_features_batch(tokenizer, [s for s, _ in data], [t for _, t in data], max_length=48)
+    assert all(feats) and any(edits_from_features(f).reordered for f in feats)
+    batch = collate_edit5(feats, tokenizer.pad_token_id)
+    model = tiny_model(tokenizer)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
+    targets = [e.ids for e in encode(tokenizer, [t for _, t in data])]
+    sources = [e.ids for e in encode(tokenizer, [s for s, _ in data])]
+    markers, eos = marker_ids(tokenizer), tokenizer.eos_token_id
+    for step in range(1, 401):  # ~80 steps suffice
+        model.train()
+        loss = model(**batch).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if step % 10 == 0:
+            model.eval()
+            edits = model.generate_edits(batch["input_ids"], batch["attention_mask"], max_insertion_tokens=12)
+            if all(realize(s, e, markers, eos) == t for s, e, t in zip(sources, edits, targets)):
+                break
+    model.eval()
+    torch.set_num_threads(threads)
+    return model, data, batch, step
+
+
+def test_overfits_to_exact_targets(tokenizer, trained):
+    model, data, batch, step = trained
+    markers, eos = marker_ids(tokenizer), tokenizer.eos_token_id
+    edits = model.generate_edits(batch["input_ids"], batch["attention_mask"], max_insertion_tokens=12)
+    for (source, target), e in zip(data, edits):
+        src, tgt = (x.ids for x in encode(tokenizer, [source, target]))
+        assert realize(src, e, markers, eos) == tgt, (source, target, e, step)
+    assert any(e.reordered for e in edits)  # the swap was undone by the pointer network
+    assert model.correct(tokenizer, [s for s, _ in data], batch_size=7) == [t for _, t in data]
+
+
+def test_batch_equals_single(tokenizer, trained):
+    model, data, batch, _ = trained
+    together = model.generate_edits(batch["input_ids"], batch["attention_mask"])
+    for k in range(0, len(data), 2):
+        n = int(batch["attention_mask"][k].sum())
+        alone = model.generate_edits(batch["input_ids"][k : k + 1, :n])
+        assert alone == together[k : k + 1]
+
+
+def test_save_load_round_trip(tokenizer, trained, tmp_path):
+    model, data, batch, _ = trained
+    model.save_pretrained(tmp_path)
+    loaded = EdiT5Model.from_pretrained(tmp_path).eval()
+    config = lambda m: {k: v for k, v in m.config.to_dict().items() if k != "_name_or_path"}
+    assert config(loaded) == config(model)
+    assert loaded.lm_head.weight is loaded.shared.weight  # tied, as saved
+    for (name, a), (_, b) in zip(model.state_dict().items(), loaded.state_dict().items()):
+        assert torch.equal(a, b), name
+    with torch.no_grad():
+        a, b = model(**batch), loaded(**batch)
+    for key in ("loss", "tag_logits", "pointer_logits", "insertion_logits"):
+        assert torch.equal(a[key], b[key]), key
+    assert loaded.generate_edits(batch["input_ids"], batch["attention_mask"]) == \
+        model.generate_edits(batch["input_ids"], batch["attention_mask"])
+
+
+def test_greedy_inference_matches_teacher_forced_pass(tokenizer, trained):
+    """generate_edits (cached decoder steps, pointer walk) agrees with forward() fed its output."""
+    model, data, _, _ = trained
+    eos = tokenizer.eos_token_id
+    for source, _ in data[:10]:  # every kind of corruption, twice
+        ids = torch.tensor([encode(tokenizer, [source])[0].ids + [eos]])
+        (edits,) = model.generate_edits(ids, max_insertion_tokens=8)
+        n = len(edits.tags)
+        tags = torch.tensor([edits.tags + [KEEP]])
+        order_positions = torch.zeros_like(ids)
+        order_positions[0, edits.order] = torch.arange(1, len(edits.order) + 1)
+        order_positions[0, n] = len(edits.order) + 1
+        decoder_input_ids = torch.tensor([[tokenizer.pad_token_id] + edits.insertions[:-1]])
+        with torch.no_grad():
+            out = model(ids, torch.ones_like(ids), tags, order_positions, decoder_input_ids=decoder_input_ids)
+        assert out.tag_logits[0, :n].argmax(-1).tolist() == edits.tags
+        assert out.insertion_logits[0].argmax(-1).tolist() == edits.insertions
+        walk = decode_order(out.pointer_logits, tags == KEEP, torch.tensor([n]))[0]
+        assert walk == edits.order
+
+
+def test_loss_weighting(tokenizer):
+    feats = [edit5_features(tokenizer, s, t, 64) for s, t in pairs(6)]
+    batch = collate_edit5(feats, tokenizer.pad_token_id)
+    model = tiny_model(tokenizer, tag_loss_weight=2.0).eval()
+    out = model(**batch)
+    n = [int((batch[k] != IGNORE).sum()) for k in ("tags", "pointers", "insertion_labels")]
+    parts = [2.0 * out.tag_loss, out.pointer_loss, out.insertion_loss]
+    assert torch.allclose(out.loss, sum(c * p for c, p in zip(n, parts)) / sum(n))
+    model.config.loss_weighting = "mean"
+    assert torch.allclose(model(**batch).loss, sum(parts))
+    # the pointer loss is masked to kept tokens: deleted tokens are never a successor
+    kept = batch["tags"] == KEEP
+    assert (out.pointer_logits.masked_select(~kept[:, None, :]) <= -1e30).all()
+
+
+def test_generate_edits_checks_its_input(tokenizer):
+    model = tiny_model(tokenizer).eval()
+    with pytest.raises(ValueError, match="EOS"):
+        model.generate_edits(torch.tensor([[5, 6, 7]]))
+    with pytest.raises(ValueError, match="at most"):
+        model.generate_edits(torch.tensor([[5] * 70 + [tokenizer.eos_token_id]]))
+    empty = model.generate_edits(torch.tensor([[tokenizer.eos_token_id]]), max_insertion_tokens=3)[0]
+    assert empty.tags == [] and empty.order == [] and len(empty.insertions) <= 3
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_from_t5_copies_encoder_and_decoder(tokenizer, tmp_path, tied):
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    t5 = T5ForConditionalGeneration(T5Config(
+        vocab_size=len(tokenizer), d_model=32, d_kv=8, d_ff=64, num_heads=4, num_layers=3,
+        num_decoder_layers=2, feed_forward_proj="relu" if tied else "gated-gelu",
+        tie_word_embeddings=tied, dropout_rate=0.0,
+    )).eval()
+    t5.save_pretrained(tmp_path)
+    model = EdiT5Model.from_t5(tmp_path, num_layers=2, max_order_positions=64).eval()
+    assert model.config.tie_word_embeddings == tied and model.config.d_model == 32
+    assert torch.equal(model.shared.weight, t5.shared.weight)
+    t5_state, state = t5.state_dict(), model.state_dict()
+    for name in state:
+        if name.startswith(("encoder.", "decoder.")):
+            assert torch.equal(state[name], t5_state[name]), name
+    assert not any(k.startswith("encoder.block.2") for k in state)  # num_layers=2 took the first two
+    if not tied:
+        assert torch.equal(model.lm_head.weight, t5.lm_head.weight)
+        assert model.lm_head.weight.data_ptr() != model.shared.weight.data_ptr()
+    # the first two encoder layers compute what T5's do (final norm included)
+    ids = torch.tensor([encode(tokenizer, ["He go to school."])[0].ids + [tokenizer.eos_token_id]])
+    t5.encoder.block = t5.encoder.block[:2]
+    with torch.no_grad():
+        expected = t5.encoder(input_ids=ids).last_hidden_state
+        got, _ = model._encode(ids, torch.ones_like(ids))
+    assert torch.allclose(got, expected, atol=1e-6)
