@@ -94,7 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", required=True,
                    help="M2 file (S lines, detokenized; gold targets from annotator 0), "
                         "source<TAB>target lines, or plain text (one sentence a line)")
-    p.add_argument("--limit", type=int, default=100, help="first N sentences")
+    p.add_argument("--limit", type=int, default=100, help="first N sentences (see --seed)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="with --limit: a random sample of N sentences drawn with this seed "
+                        "(W&I dev lists CEFR levels A, B, C, N in turn: the first N are level A)")
     p.add_argument("--modes", nargs="+", default=None,
                    help="modes to time, or 'none' (default: all; t5 always runs as the reference): "
                         "t5 edit5 speculative speculative-copy speculative-small speculative-perfect "
