@@ -225,12 +225,14 @@ def _quiet_transformers() -> Iterator[None]:
 
 def load_edit5(path: str, device: torch.device):
     """An EdiT5 checkpoint in eval mode, and its tokenizer (a one-line error if it is broken)."""
+    import torch
+
     from editspec.modeling_edit5 import EdiT5Model
     from editspec.tokens import load_tokenizer, marker_ids
 
     model_type(path)
     try:
-        model = EdiT5Model.from_pretrained(path)
+        model = EdiT5Model.from_pretrained(path, dtype=torch.float32)  # shipped bf16, computed fp32
     except Exception as e:  # missing/corrupt weights, wrong shapes
         raise EditspecError(f"cannot load an EdiT5 model from {path}: {str(e).splitlines()[0]}") from e
     tok = load_tokenizer(path)

@@ -58,7 +58,9 @@ def load_t5(
     if os.path.exists(path) and not os.path.isfile(os.path.join(path, "config.json")):
         raise EditspecError(f"{path} is not a model directory (no config.json)")
     try:
-        model = T5ForConditionalGeneration.from_pretrained(str(path), dtype=dtype)
+        # fp32 unless asked: shipped weights are bf16 to stay small, and CPUs without bf16
+        # units compute fp32 faster
+        model = T5ForConditionalGeneration.from_pretrained(str(path), dtype=dtype or torch.float32)
     except Exception as e:  # missing/corrupt weights, wrong architecture, hub unreachable
         raise EditspecError(f"cannot load a T5 model from {path}: {str(e).splitlines()[0]}") from e
     tok = load_tokenizer(path)

@@ -1,0 +1,238 @@
+"""training/train.py: a toy T5 learns, resumes without repeating or skipping data, runs under DDP."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import sentences
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "training"))
+
+import data_mixture as dm  # noqa: E402
+import train as T  # noqa: E402
+
+TINY = REPO / "configs" / "t5-tiny-test.yaml"
+
+
+def corrupt(text: str, rng: random.Random) -> str:
+    words = text.split()
+    i = rng.randrange(len(words))
+    op = rng.random()
+    if op < 0.4:
+        del words[i]
+    elif op < 0.8:
+        words.insert(i, rng.choice(["the", "a", "to"]))
+    else:
+        words[i] = words[i] + "s"
+    return " ".join(words)
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    """train.tsv (400 corrupted -> clean pairs) and dev.m2 (40 sentences with a spurious 'the')."""
+    root = tmp_path_factory.mktemp("data")
+    rng = random.Random(1)
+    with open(root / "train.tsv", "w", encoding="utf-8") as f:
+        for s in sentences(400, 1):
+            f.write(f"{corrupt(s, rng)}\t{s}\n")
+    with open(root / "dev.m2", "w", encoding="utf-8") as f:
+        for s in sentences(40, 2):
+            f.write(f"S the {s}\nA 0 1|||U:DET|||-NONE-|||REQUIRED|||-NONE-|||0\n\n")
+    return root
+
+
+def run(out: Path, data_dir: Path, tokenizer_dir: Path, *extra: str) -> dict:
+    return T.main(["--config", str(TINY), "--output-dir", str(out), "--data-dir", str(data_dir),
+                   "--set", f"model.tokenizer={tokenizer_dir}", *extra])
+
+
+def log(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+
+
+# ----------------------------------------------------------------------------- the data mixture
+
+def test_mixture_resumes_mid_pool_and_keeps_weights_and_epochs():
+    rows = {name: [{"input_ids": [0] * (1 + (k * 7) % 23), "labels": [0] * (1 + k % 5), "k": k}
+                   for k in range(n)] for name, n in (("a", 50), ("b", 300))}
+    batching = dm.Batching(lambda ex: (len(ex["input_ids"]), len(ex["labels"])), batch_tokens=120)
+
+    def mixture():
+        return dm.Mixture([dm.MapSource(n, r, seed=3) for n, r in rows.items()], [1, 3], batching,
+                          seed=3, pool_size=64)
+
+    full = list(itertools.islice(mixture().batches(), 60))
+    for cut in (1, 7, 23):  # resume from the position after batch `cut`
+        resumed = list(itertools.islice(mixture().batches(full[cut - 1][1]), 60 - cut))
+        assert [[ex["_id"] for ex in b] for b, _ in resumed] == [[ex["_id"] for ex in b] for b, _ in full[cut:]]
+    ids = [ex["_id"] for b, _ in full for ex in b]
+    assert len(ids) == len(set(ids))  # no example position is drawn twice
+    share = Counter(i.split(":")[0] for i in ids)
+    assert 0.15 < share["a"] / len(ids) < 0.35  # weight 1 of 4
+    # map-style source: every epoch is a permutation (each row once per 50 draws of "a")
+    a_rows = [ex["k"] for b, _ in full for ex in b if ex["_id"].startswith("a:")]
+    a_pos = [int(ex["_id"].split(":")[1]) for b, _ in full for ex in b if ex["_id"].startswith("a:")]
+    by_pos = dict(zip(a_pos, a_rows))
+    assert sorted(by_pos[p] for p in range(50)) == list(range(50))
+    # token budget and length sorting inside batches
+    for b, _ in full:
+        width = max(len(ex["input_ids"]) for ex in b) + max(len(ex["labels"]) for ex in b)
+        assert len(b) * width <= 120 or len(b) == 1
+
+
+FAKE_SHARDS = '''
+import itertools
+
+
+def numbers_from(shard, start):
+    """Shard s yields 1000 s + start, 1000 s + start + 1, ..."""
+    return itertools.count(1000 * shard + start)
+'''
+
+
+def test_sharded_stream_order_is_independent_of_workers_and_resumes(tmp_path, monkeypatch):
+    """Chunks of 5 round-robin over 3 shards; workers=2 spawns processes and gives the same."""
+    (tmp_path / "fake_shards.py").write_text(FAKE_SHARDS)  # light to import in the workers
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from fake_shards import numbers_from
+
+    shards = [0, 1, 2]
+    serial = dm.ShardedStream("s", shards, numbers_from, chunk=5, workers=0)
+    first = list(itertools.islice(serial.stream(0), 40))
+    assert first[:17] == [0, 1, 2, 3, 4, 1000, 1001, 1002, 1003, 1004, 2000, 2001, 2002, 2003, 2004, 5, 6]
+    for start in (3, 16, 21):
+        assert list(itertools.islice(serial.stream(start), 40 - start)) == first[start:]
+    parallel = dm.ShardedStream("s", shards, numbers_from, chunk=5, workers=2)
+    assert list(itertools.islice(parallel.stream(16), 24)) == first[16:]
+
+
+# ----------------------------------------------------------------------------- training runs
+
+def test_tiny_t5_learns_and_exports_best(tmp_path, data_dir, tokenizer_dir):
+    out = tmp_path / "run"
+    summary = run(out, data_dir, tokenizer_dir, "--max-steps", "30")
+    entries = log(out)
+    train_losses = [e["loss"] for e in entries if "loss" in e]
+    dev_losses = [e["dev_loss"] for e in entries if "dev_loss" in e]
+    assert summary["step"] == 30
+    assert train_losses[-1] < train_losses[0] - 1.0, train_losses
+    assert dev_losses[-1] < dev_losses[0], dev_losses
+    assert all(e["tokens_per_s"] > 0 for e in entries if "tokens_per_s" in e)
+    # best/ is the checkpoint of the lowest dev loss, a plain model dir with its tokenizer
+    from editspec.t5 import load_t5
+
+    model, tok = load_t5(out / "best", device="cpu")
+    best = json.loads((out / "best" / "training.json").read_text())
+    assert best["step"] == min((e for e in entries if "dev_loss" in e), key=lambda e: e["dev_loss"])["step"]
+    assert len(tok) == model.config.vocab_size
+    # ... and it is the trained model: its dev loss is the logged one
+    cfg = T.load_config(TINY, [f"model.tokenizer={tokenizer_dir}"])
+    dev = T.build_dev(cfg, T.ModelKind("t5"), tok, data_dir)
+    total = n = 0
+    with torch.no_grad():
+        for b in dev["batches"]:
+            total += float(model(**T.ModelKind("t5").collate(b, tok.pad_token_id)).loss) * len(b)
+            n += len(b)
+    assert total / n == pytest.approx(min(dev_losses), rel=1e-4)
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step-20", "step-30"]  # keep_last 2
+
+
+def test_killed_run_resumes_exactly(tmp_path, data_dir, tokenizer_dir):
+    """Same batches, same losses, same final weights as an uninterrupted run."""
+    common = ["--max-steps", "12", "--set", "train.save_every=4", "--set", "train.log_batches=true",
+              "--set", "data.pool_size=48", "--set", "train.eval_every=0"]
+    run(tmp_path / "a", data_dir, tokenizer_dir, *common)
+    run(tmp_path / "b", data_dir, tokenizer_dir, *common, "--stop-after", "6")
+    assert (tmp_path / "b" / "checkpoints" / "step-6").is_dir() and not (tmp_path / "b" / "last").exists()
+    # a kill after step 6, before its checkpoint was written: resume from step 4, redo 5 and 6
+    shutil.rmtree(tmp_path / "b" / "checkpoints" / "step-6")
+    run(tmp_path / "b", data_dir, tokenizer_dir, *common)
+
+    def per_step(out):  # the last record of each step wins (steps 5, 6 ran twice in b)
+        return {e["step"]: (e["batches"], e["loss_local"]) for e in log(out) if "batches" in e}
+
+    a, b = per_step(tmp_path / "a"), per_step(tmp_path / "b")
+    assert sorted(a) == sorted(b) == list(range(1, 13))
+    assert a == b
+    assert len({h for h, _ in a.values()}) == 12
+    from safetensors.torch import load_file
+
+    wa, wb = (load_file(tmp_path / r / "last" / "model.safetensors") for r in ("a", "b"))
+    assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+def test_two_process_ddp_on_cpu(tmp_path, data_dir, tokenizer_dir):
+    """torchrun, 2 CPU processes (gloo): each takes its share of a step's batches, and the gradient
+    average makes the run equal to one process accumulating both batches."""
+    out = tmp_path / "ddp"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           str(REPO / "training" / "train.py"), "--config", str(TINY), "--output-dir", str(out),
+           "--data-dir", str(data_dir), "--set", f"model.tokenizer={tokenizer_dir}", "--max-steps", "4",
+           "--set", "train.save_every=2", "--set", "train.log_every=2", "--set", "train.eval_every=4",
+           "--set", "train.log_batches=true"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # a process group: a timeout ends the workers too
+    try:
+        _, stderr = proc.communicate(timeout=180)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
+    assert proc.returncode == 0, stderr[-3000:]
+    assert "2 process(es)" in stderr
+    entries = log(out)
+    assert [e["step"] for e in entries if "batches" in e] == [1, 2, 3, 4]
+    assert all(e["n_batches"] == 2 for e in entries if "batches" in e)
+    assert all(torch.isfinite(torch.tensor(e["loss"])) for e in entries if "loss" in e)
+    ckpt = out / "checkpoints" / "step-4"
+    assert (ckpt / "random_states_0.pkl").is_file() and (ckpt / "random_states_1.pkl").is_file()
+    state = json.loads((ckpt / "state.json").read_text())
+    # the data position is that of 8 global batches: 2 processes x 4 steps
+    from editspec.tokens import load_tokenizer
+
+    cfg = T.load_config(TINY, [f"model.tokenizer={tokenizer_dir}"])
+    kind = T.ModelKind("t5")
+    mixture = T.build_mixture(cfg, kind, load_tokenizer(tokenizer_dir), data_dir, lambda msg: None)
+    _, position = list(itertools.islice(mixture.batches(), 8))[-1]
+    assert state["step"] == 4 and state["position"] == position.state_dict()
+    from safetensors.torch import load_file
+
+    run(tmp_path / "single", data_dir, tokenizer_dir, "--max-steps", "4", "--set", "train.grad_accum=2",
+        "--set", "train.eval_every=0")
+    ddp, single = load_file(out / "last" / "model.safetensors"), load_file(tmp_path / "single" / "last" / "model.safetensors")
+    assert all(torch.allclose(ddp[k], single[k], atol=1e-5) for k in single)
+
+
+def test_edit5_starts_from_a_t5_directory_and_learns(tmp_path, data_dir, tokenizer_dir):
+    """Stage 2 with --init-from: EdiT5 takes a T5 model dir's encoder (its d_model, not the recipe's)."""
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    from editspec.modeling_edit5 import EdiT5Model
+    from editspec.tokens import load_tokenizer
+
+    tok = load_tokenizer(tokenizer_dir)
+    t5 = T5ForConditionalGeneration(T5Config(vocab_size=len(tok), d_model=48, d_kv=12, d_ff=96, num_layers=2,
+                                             num_decoder_layers=2, num_heads=4, dropout_rate=0.0))
+    t5.save_pretrained(tmp_path / "t5")
+    tok.save_pretrained(tmp_path / "t5")
+    out = tmp_path / "edit5"
+    run(out, data_dir, tokenizer_dir, "--init-from", str(tmp_path / "t5"), "--max-steps", "20",
+        "--set", "model.type=edit5", "--set", "model.config={num_decoder_layers: 1}", "--set", "train.eval_every=20")
+    entries = [e for e in log(out) if "loss" in e]
+    assert {"tag_loss", "pointer_loss", "insertion_loss"} <= entries[0].keys()
+    assert entries[-1]["loss"] < entries[0]["loss"] - 0.3, [e["loss"] for e in entries]
+    model = EdiT5Model.from_pretrained(out / "best")
+    assert model.config.d_model == 48 and model.config.num_decoder_layers == 1

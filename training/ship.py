@@ -1,0 +1,43 @@
+"""Copy a trained model directory into the package's default bundle, in bf16.
+
+    python training/ship.py runs/t5-small/best editspec/models/default/t5
+    python training/ship.py runs/edit5-small/best editspec/models/default/edit5
+
+bf16 halves the size (the issue caps the shipped pair at 60 MB); loaders compute in fp32.
+The training metadata (training.json: step, dev score, max_length) travels with the weights.
+"""
+
+import argparse
+import shutil
+from pathlib import Path
+
+import torch
+from transformers import AutoConfig, T5ForConditionalGeneration
+
+from editspec.modeling_edit5 import EdiT5Model
+from editspec.tokens import load_tokenizer
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("src", type=Path)
+    p.add_argument("dest", type=Path)
+    args = p.parse_args()
+    model_type = AutoConfig.from_pretrained(args.src).model_type if (args.src / "config.json").exists() else None
+    cls = T5ForConditionalGeneration if model_type == "t5" else EdiT5Model
+    model = cls.from_pretrained(args.src, dtype=torch.float32).to(torch.bfloat16)
+    tmp = args.dest.with_name(args.dest.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    load_tokenizer(args.src).save_pretrained(tmp)
+    if (args.src / "training.json").exists():
+        shutil.copy(args.src / "training.json", tmp / "training.json")
+    shutil.rmtree(args.dest, ignore_errors=True)
+    tmp.rename(args.dest)
+    size = sum(f.stat().st_size for f in args.dest.iterdir()) / 1e6
+    print(f"shipped {model_type or 'edit5'} ({sum(p.numel() for p in model.parameters()) / 1e6:.1f}M "
+          f"parameters) to {args.dest}: {size:.1f} MB")
+
+
+if __name__ == "__main__":
+    main()
