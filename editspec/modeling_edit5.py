@@ -71,6 +71,8 @@ class EdiT5Config(PreTrainedConfig):
         at most ``max_order_positions - 1`` tokens.
     tag_embedding_dim: size of the tag embedding concatenated to the encoder states.
     loss_weighting: ``"tokens"`` or ``"mean"`` (see the module docstring).
+    keep_bias, order_bias: inference confidence biases added to the KEEP logit and to the
+        pointer logit of the source-order successor (precision over recall, as GECToR's).
     tie_word_embeddings: lm head = input embedding, decoder output scaled by d_model**-0.5
         (T5 1.0); False: a separate lm head, no scaling (T5 1.1).
     """
@@ -102,6 +104,8 @@ class EdiT5Config(PreTrainedConfig):
     pointer_loss_weight: float = 1.0
     insertion_loss_weight: float = 1.0
     loss_weighting: str = "tokens"
+    keep_bias: float = 0.0
+    order_bias: float = 0.0
     pad_token_id: int | None = 0
     eos_token_id: int | None = 1
     decoder_start_token_id: int | None = 0
@@ -147,7 +151,9 @@ def _stack(config: T5Config) -> T5Stack:
     return stack
 
 
-def decode_order(pointer_logits: torch.Tensor, kept: torch.Tensor, start: torch.Tensor) -> list[list[int]]:
+def decode_order(
+    pointer_logits: torch.Tensor, kept: torch.Tensor, start: torch.Tensor, order_bias: float = 0.0
+) -> list[list[int]]:
     """Greedy pointer walk: a permutation of each row's kept positions (``start`` excluded).
 
     pointer_logits (B, L, L): row i scores the successor of position i. kept (B, L) bool,
@@ -156,6 +162,8 @@ def decode_order(pointer_logits: torch.Tensor, kept: torch.Tensor, start: torch.
     the batch; one step per kept token, except in the common case where every row's best
     successor is already the next kept token in source order (no reordering), which is
     checked at once and returns the source order (the walk would give exactly that).
+    ``order_bias`` is added to each position's source-order successor: a confidence bias
+    (as GECToR's for KEEP) that trades reordering recall for precision.
     """
     batch, length, _ = pointer_logits.shape
     rows = torch.arange(batch, device=kept.device)
@@ -170,6 +178,9 @@ def decode_order(pointer_logits: torch.Tensor, kept: torch.Tensor, start: torch.
     following = torch.cat([suffix_min[:, 1:], suffix_min.new_full((batch, 1), length)], 1)
     following = torch.where(following == length, start[:, None], following)
     following[rows, start] = torch.where(counts > 0, suffix_min[:, 0], start)
+    if order_bias:
+        pointer_logits = pointer_logits.clone()
+        pointer_logits[rows[:, None], positions, following] += order_bias
     masked = pointer_logits.masked_fill(~kept[:, None, :], float("-inf"))
     if bool((masked.argmax(-1) == following)[kept].all()):
         return [positions[b][tokens[b]].tolist() for b in range(batch)]
@@ -353,9 +364,12 @@ class EdiT5Model(T5PreTrainedModel):
     @torch.inference_mode()
     def generate_edits(
         self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None,
-        max_insertion_tokens: int = 64,
+        max_insertion_tokens: int = 64, keep_bias: float | None = None, order_bias: float | None = None,
     ) -> list[Edits]:
         """Batched greedy tags, then order, then insertions (with a KV cache).
+
+        ``keep_bias`` (added to the KEEP logit) and ``order_bias`` (added to the pointer logit of
+        the source-order successor) are confidence biases for precision; default: the config's.
 
         Input rows are ``ids + [EOS]``, right-padded. Returned edits index each row's tokens
         without EOS; ``insertions`` end with EOS unless ``max_insertion_tokens`` ran out.
@@ -377,9 +391,13 @@ class EdiT5Model(T5PreTrainedModel):
         is_eos[rows, eos_position] = True
 
         h, mask = self._encode(input_ids, attention_mask)
-        kept = ((self._tag_logits(h, mask).argmax(-1) == KEEP) & valid) | is_eos
+        keep_bias = self.config.keep_bias if keep_bias is None else keep_bias
+        order_bias = self.config.order_bias if order_bias is None else order_bias
+        tag_logits = self._tag_logits(h, mask)
+        keep_margin = tag_logits[..., KEEP] - tag_logits[..., 1 - KEEP] + keep_bias
+        kept = ((keep_margin > 0) & valid) | is_eos
         s = self._tagged_states(h, kept.long())
-        order = decode_order(self._pointer_logits(s, mask, kept, is_eos), kept, eos_position)
+        order = decode_order(self._pointer_logits(s, mask, kept, is_eos), kept, eos_position, order_bias)
 
         order_positions = torch.zeros_like(input_ids)
         for b, row in enumerate(order):  # one scatter per row (not per token)

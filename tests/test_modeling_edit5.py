@@ -305,3 +305,21 @@ def test_from_t5_copies_encoder_and_decoder(tokenizer, tmp_path, tied):
         expected = t5.encoder(input_ids=ids).last_hidden_state
         got, _ = model._encode(ids, torch.ones_like(ids))
     assert torch.allclose(got, expected, atol=1e-6)
+
+
+def test_confidence_biases_force_identity_edits(tokenizer):
+    """A large keep/order bias turns any model into keep-everything-in-order: the knob works."""
+    import torch as _torch
+
+    from editspec.modeling_edit5 import decode_order
+
+    logits = _torch.randn(3, 7, 7)
+    kept = _torch.ones(3, 7, dtype=_torch.bool)
+    start = _torch.full((3,), 6)
+    assert decode_order(logits, kept, start, order_bias=1e4) == [list(range(6))] * 3
+    model = tiny_model(tokenizer).eval()
+    ids = _torch.tensor([[5, 9, 7, 11, tokenizer.eos_token_id]])
+    edits = model.generate_edits(ids, keep_bias=1e4, order_bias=1e4, max_insertion_tokens=4)[0]
+    assert edits.tags == [1, 1, 1, 1] and edits.order == [0, 1, 2, 3]
+    edits = model.generate_edits(ids, keep_bias=-1e4, max_insertion_tokens=4)[0]
+    assert edits.tags == [0, 0, 0, 0] and edits.order == []
