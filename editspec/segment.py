@@ -129,8 +129,9 @@ def _cut(enc, max_tokens: int) -> list[Span]:
     n, i, cuts = len(ends), 0, [0]
     while n - i > max_tokens:
         window = range(i + 1, i + max_tokens + 1)  # cut before token j
-        # never cut right after a bare "▁" (it has no characters of its own)
-        ok = [j for j in window if enc.chars[j - 1]]
+        # never cut right after a bare "▁" (it has no characters of its own), nor before a token
+        # without characters or space (the rest of a character NFKC expanded: ¼ -> 1 ⁄ 4)
+        ok = [j for j in window if enc.chars[j - 1] and (enc.chars[j] or enc.spaces[j])]
         spaced = [j for j in ok if any(ch.isspace() for ch in enc.spaces[j])]
         clause = [j for j in spaced if j - i > max_tokens // 2 and enc.chars[j - 1].endswith(_CLAUSE_END)]
         i = (clause or spaced or ok or [i + max_tokens])[-1]

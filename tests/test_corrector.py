@@ -411,3 +411,11 @@ def test_cli_subprocess_no_traceback(models, tmp_path):
     assert p.returncode == 2 and p.stdout == "", p.stderr
     assert "Traceback" not in p.stderr and p.stderr.count("\n") == 1, p.stderr
     assert p.stderr.startswith("editspec: error: cannot load an EdiT5 model from"), p.stderr
+
+
+def test_chunks_never_split_an_expanded_character(tokenizer):
+    """'¼' normalises to several tokens, some without characters of their own: a cut must fall
+    between characters (found by the property test above)."""
+    for text in ["0¼", "0¼0¼0¼", "a ¼ b ﬁ ¼"]:
+        for a, b in segment.chunks(tokenizer, text, 3):
+            assert len(encode(tokenizer, [text[a:b]])[0].ids) <= 3 or b - a == 1
