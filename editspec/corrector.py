@@ -184,11 +184,14 @@ def resolve_models(
     return found["edit5"], found["t5"]
 
 
-def _device(device: str | torch.device | None) -> torch.device:
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """The torch device asked for (default: t5.default_device), or a one-line error."""
     import torch
 
+    from editspec.t5 import default_device
+
     if device is None:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        return default_device()
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as e:
@@ -207,7 +210,7 @@ def _trained_length(path: str | None) -> int | None:
 
 
 @contextlib.contextmanager
-def _quiet_transformers() -> Iterator[None]:
+def quiet_transformers() -> Iterator[None]:
     """No "Loading weights" bars or advisory warnings while loading: a corrector's output is
     the text; real problems raise."""
     from transformers.utils import logging
@@ -314,9 +317,9 @@ class Corrector:
                 where = model if model is not None else DEFAULT_MODEL
                 raise EditspecError(f"mode {mode} needs {'an EdiT5' if kind == 'edit5' else 'a T5'} "
                                     f"model, and {where} has none (pass --{kind} DIR)")
-        dev = _device(device)
+        dev = resolve_device(device)
         loaded: dict = {}
-        with _quiet_transformers():
+        with quiet_transformers():
             if "edit5" in NEEDS[mode]:
                 loaded["edit5"], loaded["edit5_tokenizer"] = load_edit5(edit5_path, dev)
             if "t5" in NEEDS[mode]:

@@ -991,7 +991,7 @@ def _device_name(device: torch.device) -> str:
 
 def run_profile(args) -> int:
     from editspec.corrector import (
-        DEFAULT_MODEL, Corrector, _device, _quiet_transformers, resolve_models,
+        DEFAULT_MODEL, Corrector, quiet_transformers, resolve_device, resolve_models,
     )
 
     if getattr(args, "mode", None):
@@ -1019,7 +1019,7 @@ def run_profile(args) -> int:
         raise EditspecError("--architectures forces decoder steps from gold targets: give an M2 file or "
                             "source<TAB>target lines")
     torch.set_num_threads(args.threads or torch.get_num_threads())  # fixed for the whole run
-    device = _device(args.device)
+    device = resolve_device(args.device)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise EditspecError(f"--out {out} is not a directory")
@@ -1037,7 +1037,7 @@ def run_profile(args) -> int:
     }
     raw = None
     tokenizer = None
-    with _quiet_transformers():
+    with quiet_transformers():
         if modes:
             corrector = Corrector.from_pretrained(args.model, edit5=args.edit5, t5=args.t5, device=device)
             small = None
