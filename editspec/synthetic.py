@@ -778,6 +778,15 @@ def _pick_biased(rng: random.Random, xs: Sequence[str]) -> str:
     return xs[min(int(rng.expovariate(1.0)), len(xs) - 1)]
 
 
+def _confuse(s: "Sentence", rng: random.Random, cands: Sequence[int], table: dict[str, Sequence[str]]) -> bool:
+    """Replace one candidate word by a likely confusion from ``table`` (False: no candidate)."""
+    i = _pick(rng, cands)
+    if i is None:
+        return False
+    s.replace(i, _pick_biased(rng, table[s.low(i)]))
+    return True
+
+
 def _noun_like(s: Sentence, i: int) -> bool:
     w = s.w[i]
     return w.isalpha() and w.islower() and not s.lex.closed(w) and (
@@ -844,11 +853,7 @@ def _infinitive_to(s: Sentence, i: int) -> bool:
 @corruption("R:PREP")
 def replace_prep(s: Sentence, rng: random.Random) -> bool:
     cands = [i for i in range(len(s) - 1) if s.low(i) in PREP_CONFUSIONS and not _infinitive_to(s, i)]
-    i = _pick(rng, cands)
-    if i is None:
-        return False
-    s.replace(i, _pick_biased(rng, PREP_CONFUSIONS[s.low(i)]))
-    return True
+    return _confuse(s, rng, cands, PREP_CONFUSIONS)
 
 
 @corruption("M:PREP")
@@ -1224,11 +1229,7 @@ def add_possessive(s: Sentence, rng: random.Random) -> bool:
 @corruption("R:PRON")
 def replace_pron(s: Sentence, rng: random.Random) -> bool:
     cands = [i for i in range(len(s)) if s.low(i) in PRONOUNS and s.low(i) not in ("i", "one")]
-    i = _pick(rng, cands)
-    if i is None:
-        return False
-    s.replace(i, _pick_biased(rng, PRONOUNS[s.low(i)]))
-    return True
+    return _confuse(s, rng, cands, PRONOUNS)
 
 
 @corruption("M:PRON")
@@ -1365,11 +1366,7 @@ def insert_adv(s: Sentence, rng: random.Random) -> bool:
 
 @corruption("R:CONJ")
 def replace_conj(s: Sentence, rng: random.Random) -> bool:
-    i = _pick(rng, [i for i in range(1, len(s)) if s.low(i) in CONJUNCTIONS])
-    if i is None:
-        return False
-    s.replace(i, _pick_biased(rng, CONJUNCTIONS[s.low(i)]))
-    return True
+    return _confuse(s, rng, [i for i in range(1, len(s)) if s.low(i) in CONJUNCTIONS], CONJUNCTIONS)
 
 
 @corruption("M:CONJ")
