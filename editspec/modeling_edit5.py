@@ -19,6 +19,7 @@ Architecture (h: encoder states, one vector per input token)::
     tags     = argmax classifier(norm(T5Block(h)))              (relative position bias)
     s        = Linear([h ; tag_embedding(tags)])                ("concatenated, feed-forward")
     pointer  = Linear_q(s) · Linear_k(norm(T5Block(s)))ᵀ / √d   over kept positions
+               + b[bucket(j - i)]                                 (learned offset bias)
     states   = norm(T5Block(s + order_embedding(new position) · kept))
     decoder  = T5Stack decoder (1 layer) cross-attending `states`; shared embedding, lm head
 
@@ -34,6 +35,13 @@ successor (DiscoFuse, where the paper measured it). GEC hardly reorders: on W&I+
 all pointers differ from "the next kept token" (mostly one moved word or comma). Rows rarely
 compete, so the row softmax trains the same decisions without Sinkhorn's iterations over
 B x L x L and its numerical care; validity is guaranteed by the decoding walk instead.
+
+The offset bias b (one scalar per T5 relative-position bucket of j - i) is ours, not the
+paper's: with it "point to the next kept token" is one learned scalar, so a from-scratch model
+orders correctly within a few hundred steps instead of first learning to match each token to
+its predecessor through query·key. Measured (d_model 128, 2 layers, from scratch on W&I+FCE,
+lr 2e-3, 1024-token batches; dev pointer loss on 300 W&I dev sentences at steps 100/300/400):
+no bias 2.42/2.13/2.09, bias 2.26/1.50/1.26, bias stored /10 (below) 1.26/0.22/0.21.
 
 Losses are teacher-forced (gold tags feed the tag embedding and the pointer mask, gold order
 feeds the position embeddings). ``loss_weighting="tokens"`` (the default, best in the paper)
@@ -55,7 +63,7 @@ from transformers import initialization as init
 from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 from transformers.masking_utils import create_bidirectional_mask
 from transformers.modeling_outputs import ModelOutput
-from transformers.models.t5.modeling_t5 import T5Block, T5LayerNorm, T5PreTrainedModel, T5Stack
+from transformers.models.t5.modeling_t5 import T5Attention, T5Block, T5LayerNorm, T5PreTrainedModel, T5Stack
 
 from editspec.edits import KEEP, Edits, realize_aligned
 from editspec.features import IGNORE, pad
@@ -73,6 +81,7 @@ class EdiT5Config(PreTrainedConfig):
     loss_weighting: ``"tokens"`` or ``"mean"`` (see the module docstring).
     keep_bias, order_bias: inference confidence biases added to the KEEP logit and to the
         pointer logit of the source-order successor (precision over recall, as GECToR's).
+    pointer_offset_bias: add a learned scalar per relative offset bucket to the pointer logits.
     tie_word_embeddings: lm head = input embedding, decoder output scaled by d_model**-0.5
         (T5 1.0); False: a separate lm head, no scaling (T5 1.1).
     """
@@ -106,6 +115,7 @@ class EdiT5Config(PreTrainedConfig):
     loss_weighting: str = "tokens"
     keep_bias: float = 0.0
     order_bias: float = 0.0
+    pointer_offset_bias: bool = True
     pad_token_id: int | None = 0
     eos_token_id: int | None = 1
     decoder_start_token_id: int | None = 0
@@ -225,6 +235,9 @@ class EdiT5Model(T5PreTrainedModel):
         self.pointer_key_layer = T5Block(layer_config, has_relative_attention_bias=True)
         self.pointer_key_norm = T5LayerNorm(d, eps=config.layer_norm_epsilon)
         self.pointer_key = nn.Linear(d, d)
+        self.pointer_offset = (
+            nn.Embedding(config.relative_attention_num_buckets, 1) if config.pointer_offset_bias else None
+        )
         # 3. insertions: new-order positions, one layer, the decoder
         self.order_embedding = nn.Embedding(config.max_order_positions, d)
         self.order_layer = T5Block(layer_config, has_relative_attention_bias=False)
@@ -251,6 +264,8 @@ class EdiT5Model(T5PreTrainedModel):
                 init.normal_(module.lm_head.weight, std=factor * 1.0)
             init.normal_(module.tag_embedding.weight, std=factor * 1.0)
             init.normal_(module.order_embedding.weight, std=factor * 1.0)
+            if module.pointer_offset is not None:
+                init.zeros_(module.pointer_offset.weight)  # no prior: learned from the data
             for linear in (module.tag_classifier, module.tag_projection, module.pointer_query, module.pointer_key):
                 init.normal_(linear.weight, std=factor * linear.in_features**-0.5)
                 init.zeros_(linear.bias)
@@ -278,8 +293,18 @@ class EdiT5Model(T5PreTrainedModel):
         query = self.pointer_query(s)
         key = self.pointer_key(self.pointer_key_norm(self.pointer_key_layer(s, attention_mask=mask)[0]))
         logits = query @ key.transpose(1, 2) / self.config.d_model**0.5
-        # successors are kept tokens other than oneself; EOS may point to itself (nothing kept)
         length = s.shape[1]
+        if self.pointer_offset is not None:
+            positions = torch.arange(length, device=s.device)
+            bucket = T5Attention._relative_position_bucket(
+                positions[None, :] - positions[:, None], bidirectional=True,
+                num_buckets=self.config.relative_attention_num_buckets,
+                max_distance=self.config.relative_attention_max_distance,
+            )
+            # stored /10: Adam moves each parameter by ~lr per step whatever its gradient, so a
+            # plain scalar would need thousands of steps to reach a margin of a few nats
+            logits = logits + 10.0 * self.pointer_offset(bucket).squeeze(-1).to(logits.dtype)
+        # successors are kept tokens other than oneself; EOS may point to itself (nothing kept)
         self_loop = torch.eye(length, dtype=torch.bool, device=s.device) & ~is_eos[:, :, None]
         allowed = kept[:, None, :] & ~self_loop
         return logits.masked_fill(~allowed, torch.finfo(logits.dtype).min)

@@ -323,3 +323,27 @@ def test_confidence_biases_force_identity_edits(tokenizer):
     assert edits.tags == [1, 1, 1, 1] and edits.order == [0, 1, 2, 3]
     edits = model.generate_edits(ids, keep_bias=-1e4, max_insertion_tokens=4)[0]
     assert edits.tags == [0, 0, 0, 0] and edits.order == []
+
+
+def test_pointer_offset_bias_scores_relative_offsets(tokenizer):
+    """The offset bias adds one scalar per relative-position bucket: raising the +1 bucket makes
+    every kept token point to its right neighbour, and the flag removes it."""
+    from transformers.models.t5.modeling_t5 import T5Attention
+
+    model = tiny_model(tokenizer).eval()
+    ids = torch.tensor([[5, 9, 7, 11, tokenizer.eos_token_id]])
+    h, mask = model._encode(ids, torch.ones_like(ids))
+    kept = torch.ones_like(ids, dtype=torch.bool)
+    s, is_eos = model._tagged_states(h, kept.long()), ids == tokenizer.eos_token_id
+    base = model._pointer_logits(s, mask, kept, is_eos)
+    plus_one = T5Attention._relative_position_bucket(
+        torch.tensor(1), bidirectional=True, num_buckets=model.config.relative_attention_num_buckets,
+        max_distance=model.config.relative_attention_max_distance,
+    )
+    with torch.no_grad():
+        model.pointer_offset.weight[plus_one] += 100.0
+    raised = model._pointer_logits(s, mask, kept, is_eos)
+    diff = raised - base
+    assert torch.allclose(diff[0, :4].diagonal(1), torch.full((4,), 1000.0))  # row i, column i + 1
+    assert float(diff[0].abs().sum()) == pytest.approx(4000.0, rel=1e-4)
+    assert tiny_model(tokenizer, pointer_offset_bias=False).pointer_offset is None
