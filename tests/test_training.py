@@ -236,3 +236,20 @@ def test_edit5_starts_from_a_t5_directory_and_learns(tmp_path, data_dir, tokeniz
     assert entries[-1]["loss"] < entries[0]["loss"] - 0.3, [e["loss"] for e in entries]
     model = EdiT5Model.from_pretrained(out / "best")
     assert model.config.d_model == 48 and model.config.num_decoder_layers == 1
+
+
+def test_param_groups_speed_up_relative_position_biases():
+    """Relative attention biases get their own lr (and no decay); every parameter is in one group."""
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    model = T5ForConditionalGeneration(T5Config(vocab_size=64, d_model=16, d_kv=4, d_ff=32, num_layers=1,
+                                                num_decoder_layers=1, num_heads=2))
+    groups = T.param_groups(model, lr=1e-3, weight_decay=0.01, position_bias_lr_scale=10)
+    ids = [sorted(id(p) for p in g["params"]) for g in groups]
+    assert sorted(i for g in ids for i in g) == sorted(id(p) for p in model.parameters())
+    position = [g for g in groups if g["lr"] == pytest.approx(1e-2)]
+    assert len(position) == 1 and position[0]["weight_decay"] == 0.0
+    expected = {id(p) for n, p in model.named_parameters() if "relative_attention_bias" in n}
+    assert {id(p) for p in position[0]["params"]} == expected and len(expected) == 2
+    decay = [g for g in groups if g["weight_decay"] > 0]
+    assert len(decay) == 1 and not any(p.dim() == 1 for p in decay[0]["params"])  # norms don't decay

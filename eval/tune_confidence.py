@@ -1,0 +1,54 @@
+"""Pick EdiT5's keep bias (GECToR's "confidence bias") on a dev set, and optionally store it.
+
+    python eval/tune_confidence.py MODEL_DIR --m2 ../shared/data/wi_locness/ABCN.dev.gold.bea19.m2 \
+        --limit 2000 --keep-bias 0 0.5 1 1.5 2 3 [--write]
+
+A from-scratch EdiT5 over-edits: F0.5 weighs precision twice as much as recall, so adding a
+constant to the KEEP logit (fewer, surer edits) usually raises it. This script decodes the first
+``--limit`` sentences once per bias, scores them with ERRANT (as ``editspec eval``), prints
+P/R/F0.5 per bias, and with ``--write`` stores the best in MODEL_DIR/config.json (``keep_bias``),
+which ``generate_edits`` uses by default. Tune on a subset and report the full set and other sets
+(CoNLL-2013, JFLEG) as the less optimistic check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from editspec.corrector import Corrector
+from editspec.evaluation import ErrantEvaluator, evaluate
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("model", type=Path, help="an EdiT5 checkpoint directory")
+    p.add_argument("--m2", required=True)
+    p.add_argument("--limit", type=int, default=2000)
+    p.add_argument("--keep-bias", type=float, nargs="+", default=[0.0, 0.5, 1.0, 1.5, 2.0, 3.0])
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--write", action="store_true", help="store the best keep_bias in config.json")
+    args = p.parse_args()
+
+    corrector = Corrector.from_pretrained(edit5=args.model, mode="edit5", batch_size=args.batch_size)
+    evaluator = ErrantEvaluator.from_m2(args.m2, limit=args.limit)
+    scores = {}
+    for bias in args.keep_bias:
+        corrector.edit5.config.keep_bias = bias
+        result, _, seconds = evaluate(corrector.correct, evaluator)
+        scores[bias] = result.scores()
+        p_, r, f = scores[bias]
+        print(f"keep_bias {bias:5.2f}: P {p_:.4f}  R {r:.4f}  F0.5 {f:.4f}  ({seconds:.0f} s)", flush=True)
+    best = max(scores, key=lambda b: scores[b][2])
+    print(f"best keep_bias {best} (F0.5 {scores[best][2]:.4f} on {len(evaluator)} sentences)")
+    if args.write:
+        config_path = args.model / "config.json"
+        config = json.loads(config_path.read_text())
+        config["keep_bias"] = best
+        config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+        print(f"wrote keep_bias {best} to {config_path}")
+
+
+if __name__ == "__main__":
+    main()
