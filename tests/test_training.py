@@ -253,3 +253,19 @@ def test_param_groups_speed_up_relative_position_biases():
     assert {id(p) for p in position[0]["params"]} == expected and len(expected) == 2
     decay = [g for g in groups if g["weight_decay"] > 0]
     assert len(decay) == 1 and not any(p.dim() == 1 for p in decay[0]["params"])  # norms don't decay
+
+
+def test_position_prior_points_heads_at_neighbours():
+    """Encoder head 0 then attends mostly to the previous token and head 1 to the next one."""
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    model = T5ForConditionalGeneration(T5Config(vocab_size=64, d_model=16, d_kv=4, d_ff=32, num_layers=1,
+                                                num_decoder_layers=1, num_heads=2)).eval()
+    assert T.add_position_prior(model, 8.0) == 2
+    attention = model.encoder.block[0].layer[0].SelfAttention
+    bias = attention.compute_bias(6, 6)[0]  # (heads, query, key)
+    queries = torch.arange(1, 5)
+    assert (bias[0].argmax(-1)[queries] == queries - 1).all()
+    assert (bias[1].argmax(-1)[queries] == queries + 1).all()
+    decoder_bias = model.decoder.block[0].layer[0].SelfAttention.compute_bias(6, 6)[0]
+    assert (decoder_bias[0].argmax(-1)[queries] == queries - 1).all()
