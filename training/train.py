@@ -338,6 +338,8 @@ def add_position_prior(model: torch.nn.Module, strength: float) -> int:
     then says "I follow x", which the decoder's cross-attention matches). T5's only position
     signal is this bias; learned from ~0 it stayed unfocused for 1500 steps of our small T5
     (offset -1 was never a head's clear favourite), so the prior puts those heads in place.
+    training/copy_probe.py measures it: a tiny T5 copies random sequences after 200 steps with
+    the prior and has not started after 600 without it.
     """
     from transformers.models.t5.modeling_t5 import T5Attention
 
