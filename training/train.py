@@ -435,7 +435,9 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
     tok = load_tokenizer(tok_path)
     kind = ModelKind(cfg["model"]["type"])
     model = kind.build(cfg["model"], tok)
-    if tc["position_prior"]:  # before a resume loads the saved weights, so applied once
+    if tc["position_prior"] and init_from:
+        log("position prior skipped: it initialises a model trained from scratch, not one loaded from init_from")
+    elif tc["position_prior"]:  # before a resume loads the saved weights, so applied once
         log(f"position prior {tc['position_prior']} on {add_position_prior(model, tc['position_prior'])} bias tables")
     if len(tok) > model.config.vocab_size:
         raise SystemExit(f"tokenizer {tok_path} has {len(tok)} tokens, the model {model.config.vocab_size}")
