@@ -6,8 +6,8 @@
 #
 # Environment: DATA (default ../shared/data beside the repo), LIMIT (first N sentences of each
 # set), DEVICE, BATCH_SIZE (16), PYTHON (.venv/bin/python if present, else python3).
-# Sets: W&I+LOCNESS dev (ERRANT), FCE dev (ERRANT), CoNLL-2013 (ERRANT spans on NUCLE's edits,
-# not the M2Scorer numbers CoNLL papers report), JFLEG dev (GLEU, plus ERRANT on dev.ref.m2).
+# Sets: W&I+LOCNESS dev (ERRANT), FCE test (ERRANT; never used for selection or tuning),
+# CoNLL-2013 (ERRANT spans on NUCLE's edits, not the M2Scorer numbers CoNLL papers report), JFLEG dev (GLEU, plus ERRANT on dev.ref.m2).
 set -euo pipefail
 if [ $# -lt 2 ]; then
   sed -n 2,10p "$0" | sed 's/^# \{0,1\}//' >&2
@@ -31,14 +31,14 @@ mkdir -p "$OUT"
 J=$DATA/jfleg_dev
 declare -A SETS=(
   [wi_dev]="--m2 $DATA/wi_locness/ABCN.dev.gold.bea19.m2"
-  [fce_dev]="--m2 $DATA/fce/fce.dev.gold.bea19.m2"
+  [fce_test]="--m2 $DATA/fce/fce.test.gold.bea19.m2"
   [conll2013]="--m2 $DATA/conll2013/official_2013-preprocessed.m2"
   [jfleg_dev]="--src $J/dev.src --refs $J/dev.ref0 $J/dev.ref1 $J/dev.ref2 $J/dev.ref3 --m2 $J/dev.ref.m2"
 )
 COMMON=(--json ${LIMIT:+--limit "$LIMIT"})
 MODEL_OPTS=(--model "$MODEL" --batch-size "$BATCH_SIZE" ${DEVICE:+--device "$DEVICE"})
 
-for set in wi_dev fce_dev conll2013 jfleg_dev; do
+for set in wi_dev fce_test conll2013 jfleg_dev; do
   read -r -a args <<< "${SETS[$set]}"
   # the no-change baseline: outputs = detokenized sources (must score 0 TP and 0 FP)
   "$PYTHON" - "${args[1]}" > "$OUT/$set.identity.txt" <<'PY'

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-SETS = ("wi_dev", "fce_dev", "conll2013", "jfleg_dev")
+SETS = ("wi_dev", "fce_test", "conll2013", "jfleg_dev")
 MODES = ("identity", "edit5", "t5", "speculative")
 
 
