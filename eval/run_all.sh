@@ -7,10 +7,11 @@
 # Environment: DATA (default ../shared/data beside the repo), LIMIT (first N sentences of each
 # set), DEVICE, BATCH_SIZE (16), PYTHON (.venv/bin/python if present, else python3).
 # Sets: W&I+LOCNESS dev (ERRANT), FCE test (ERRANT; never used for selection or tuning),
-# CoNLL-2013 (ERRANT spans on NUCLE's edits, not the M2Scorer numbers CoNLL papers report), JFLEG dev (GLEU, plus ERRANT on dev.ref.m2).
+# CoNLL-2013 (ERRANT spans on NUCLE's edits, not the M2Scorer numbers CoNLL papers report),
+# JFLEG dev (GLEU, plus ERRANT on dev.ref.m2).
 set -euo pipefail
 if [ $# -lt 2 ]; then
-  sed -n 2,10p "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n 2,11p "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 MODEL=$1 OUT=$2
