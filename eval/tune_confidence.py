@@ -1,14 +1,15 @@
 """Pick EdiT5's keep bias (GECToR's "confidence bias") on a dev set, and optionally store it.
 
-    python eval/tune_confidence.py MODEL_DIR --m2 ../shared/data/wi_locness/ABCN.dev.gold.bea19.m2 \
-        --limit 2000 --keep-bias 0 0.5 1 1.5 2 3 [--write]
+    python eval/tune_confidence.py MODEL_DIR --m2 ../shared/data/fce/fce.dev.gold.bea19.m2 \
+        --limit 2000 --keep-bias -2 -1 0 1 2 [--write]
 
-A from-scratch EdiT5 over-edits: F0.5 weighs precision twice as much as recall, so adding a
-constant to the KEEP logit (fewer, surer edits) usually raises it. This script decodes the first
+A from-scratch EdiT5 can over-edit (F0.5 weighs precision twice as much as recall: a positive
+bias on the KEEP logit gives fewer, surer edits) or, early in training, keep everything (a
+negative bias lets its few confident deletions through). This script decodes the first
 ``--limit`` sentences once per bias, scores them with ERRANT (as ``editspec eval``), prints
 P/R/F0.5 per bias, and with ``--write`` stores the best in MODEL_DIR/config.json (``keep_bias``),
-which ``generate_edits`` uses by default. Tune on a subset and report the full set and other sets
-(CoNLL-2013, JFLEG) as the less optimistic check.
+which ``generate_edits`` uses by default. Tune on a set you do not report (the README's
+numbers: FCE dev for tuning; W&I dev, FCE test, CoNLL-2013 and JFLEG dev reported).
 """
 
 from __future__ import annotations
