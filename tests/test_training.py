@@ -156,7 +156,8 @@ def test_killed_run_resumes_exactly(tmp_path, data_dir, tokenizer_dir):
               "--set", "data.pool_size=48", "--set", "train.eval_every=0"]
     run(tmp_path / "a", data_dir, tokenizer_dir, *common)
     run(tmp_path / "b", data_dir, tokenizer_dir, *common, "--stop-after", "6")
-    assert (tmp_path / "b" / "checkpoints" / "step-6").is_dir() and not (tmp_path / "b" / "last").exists()
+    assert (tmp_path / "b" / "checkpoints" / "step-6").is_dir()
+    assert json.loads((tmp_path / "b" / "last" / "training.json").read_text())["step"] == 6  # --stop-after exports
     # a kill after step 6, before its checkpoint was written: resume from step 4, redo 5 and 6
     shutil.rmtree(tmp_path / "b" / "checkpoints" / "step-6")
     run(tmp_path / "b", data_dir, tokenizer_dir, *common)

@@ -12,8 +12,9 @@ import shutil
 from pathlib import Path
 
 import torch
-from transformers import AutoConfig, T5ForConditionalGeneration
+from transformers import T5ForConditionalGeneration
 
+from editspec.corrector import model_type as checkpoint_type
 from editspec.modeling_edit5 import EdiT5Model
 from editspec.tokens import load_tokenizer
 
@@ -23,7 +24,7 @@ def main() -> None:
     p.add_argument("src", type=Path)
     p.add_argument("dest", type=Path)
     args = p.parse_args()
-    model_type = AutoConfig.from_pretrained(args.src).model_type if (args.src / "config.json").exists() else None
+    model_type = checkpoint_type(args.src)  # "t5" or "edit5"; AutoConfig does not know edit5
     cls = T5ForConditionalGeneration if model_type == "t5" else EdiT5Model
     model = cls.from_pretrained(args.src, dtype=torch.float32).to(torch.bfloat16)
     tmp = args.dest.with_name(args.dest.name + ".tmp")
@@ -35,7 +36,7 @@ def main() -> None:
     shutil.rmtree(args.dest, ignore_errors=True)
     tmp.rename(args.dest)
     size = sum(f.stat().st_size for f in args.dest.iterdir()) / 1e6
-    print(f"shipped {model_type or 'edit5'} ({sum(p.numel() for p in model.parameters()) / 1e6:.1f}M "
+    print(f"shipped {model_type} ({sum(p.numel() for p in model.parameters()) / 1e6:.1f}M "
           f"parameters) to {args.dest}: {size:.1f} MB")
 
 

@@ -24,7 +24,7 @@ What the output directory holds::
     log.jsonl              one JSON object per log/eval event (step, loss, lr, tokens/s, dev ...)
     checkpoints/step-N/    accelerate state (model, optimizer, scheduler, RNG) + data position
     best/                  model + tokenizer of the best dev score (F0.5 if measured, else loss)
-    last/                  model + tokenizer at the end of training
+    last/                  model + tokenizer at the end of training (or at --stop-after)
 
 Running the same command again resumes from the newest complete checkpoint: model, optimizer,
 scheduler, RNG states and the data position (``data_mixture.Position``) are restored, so the
@@ -590,8 +590,9 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
         if state.step % tc["save_every"] == 0 or state.step in (max_steps, stop_after):
             save_checkpoint()
     bar.close()
+    if state.step >= end:
+        export(out / "last")  # also at --stop-after: a model directory of the newest weights
     if state.step >= max_steps:
-        export(out / "last")
         if dev is None or not (out / "best").exists():
             export(out / "best")  # nothing to select on: the final model is the best we know
     accelerator.wait_for_everyone()
