@@ -339,7 +339,7 @@ def add_position_prior(model: torch.nn.Module, strength: float) -> int:
     signal is this bias; learned from ~0 it stayed unfocused for 1500 steps of our small T5
     (offset -1 was never a head's clear favourite), so the prior puts those heads in place.
     training/copy_probe.py measures it: a tiny T5 copies random sequences after 200 steps with
-    the prior and has not started after 600 without it.
+    the prior (loss 0.27) and is still far from it after 600 without (3.45; 5.29 = chance).
     """
     from transformers.models.t5.modeling_t5 import T5Attention
 
@@ -372,7 +372,7 @@ def param_groups(model: torch.nn.Module, lr: float, weight_decay: float,
     def kind(name: str) -> str:
         if "relative_attention_bias" in name:
             return "position"
-        return "no_decay" if any(k in name.lower() for k in ("bias", "layer_norm", "layernorm", "norm")) else "decay"
+        return "no_decay" if any(k in name.lower() for k in ("bias", "norm")) else "decay"
 
     settings = {"decay": (weight_decay, 1.0), "no_decay": (0.0, 1.0), "position": (0.0, position_bias_lr_scale)}
     named = [(kind(n), p) for n, p in model.named_parameters()]
