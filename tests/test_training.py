@@ -270,3 +270,14 @@ def test_position_prior_points_heads_at_neighbours():
     assert (bias[1].argmax(-1)[queries] == queries + 1).all()
     decoder_bias = model.decoder.block[0].layer[0].SelfAttention.compute_bias(6, 6)[0]
     assert (decoder_bias[0].argmax(-1)[queries] == queries - 1).all()
+
+
+def test_config_reads_exponent_floats(tmp_path):
+    """PyYAML (YAML 1.1) alone reads `1e-3` as the string '1e-3'; AdamW would then fail on lr * scale."""
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("train:\n  lr: 3e-4\n  weight_decay: 1E-2\n", encoding="utf-8")
+    cfg = T.load_config(recipe, ["train.warmup_steps=10", "train.max_grad_norm=-5e-1", "model.tokenizer=1e5x"])
+    assert cfg["train"]["lr"] == 3e-4 and cfg["train"]["weight_decay"] == 0.01
+    assert cfg["train"]["max_grad_norm"] == -0.5 and isinstance(cfg["train"]["warmup_steps"], int)
+    assert cfg["model"]["tokenizer"] == "1e5x"
+    assert T.load_config(TINY, ["train.lr=7e-4"])["train"]["lr"] == pytest.approx(7e-4)

@@ -41,6 +41,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -85,11 +86,20 @@ def deep_update(base: dict, update: dict) -> dict:
     return out
 
 
+class ConfigLoader(yaml.SafeLoader):
+    """YAML as a person writes it: PyYAML follows YAML 1.1, which reads ``1e-3`` (no dot) as a string."""
+
+
+ConfigLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)[eE][-+]?[0-9]+$"),
+    list("-+.0123456789"))
+
+
 def load_config(path: str | os.PathLike | None, overrides: list[str]) -> dict:
     cfg = copy.deepcopy(DEFAULTS)
     if path is not None:
         with open(path, encoding="utf-8") as f:
-            cfg = deep_update(cfg, yaml.safe_load(f) or {})
+            cfg = deep_update(cfg, yaml.load(f, ConfigLoader) or {})
     for item in overrides:
         key, sep, value = item.partition("=")
         if not sep:
@@ -98,7 +108,7 @@ def load_config(path: str | os.PathLike | None, overrides: list[str]) -> dict:
         *parents, leaf = key.split(".")
         for part in parents:
             node = node.setdefault(part, {})
-        node[leaf] = yaml.safe_load(value)
+        node[leaf] = yaml.load(value, ConfigLoader)
     if cfg["train"]["mixed_precision"] in (False, None):  # YAML reads a bare `no` as false
         cfg["train"]["mixed_precision"] = "no"
     for section, keys in DEFAULTS.items():
@@ -422,7 +432,7 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
     saved = out / "config.yaml"
     if main_proc:
         if resume and checkpoints(out) and saved.is_file():
-            before = yaml.safe_load(saved.read_text(encoding="utf-8"))
+            before = yaml.load(saved.read_text(encoding="utf-8"), ConfigLoader)
             changed = [f"{section}.{key}" for section in cfg for key in cfg[section]
                        if before.get(section, {}).get(key) != cfg[section][key]]
             if changed:  # the data position means the same batches only under the same data recipe
