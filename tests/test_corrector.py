@@ -435,8 +435,7 @@ def test_shipped_models_correct_the_sample(capsysbinary):
     outputs = spec.correct(lines)
     assert outputs == Corrector.from_pretrained(mode="t5", device="cpu").correct(lines)
     assert len(outputs) == len(lines) and outputs[2] == "" and "🙂" in outputs[5]
-    # mostly copied, some edits (the shipped T5 drops the end of the first line: an undertrained
-    # model's early EOS, reported in the README)
+    # mostly copied, some edits (what the shipped T5 changes in the sample is listed in the README)
     assert difflib.SequenceMatcher(None, "\n".join(lines), "\n".join(outputs)).ratio() > 0.9
     assert outputs != lines
     assert len(Corrector.from_pretrained(mode="edit5", device="cpu").correct(lines)) == len(lines)
