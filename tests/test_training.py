@@ -50,7 +50,7 @@ def data_dir(tmp_path_factory):
             f.write(f"{corrupt(s, rng)}\t{s}\n")
     with open(root / "dev.m2", "w", encoding="utf-8") as f:
         for s in sentences(40, 2):
-            f.write(f"S the {s}\nA 0 1|||U:DET|||-NONE-|||REQUIRED|||-NONE-|||0\n\n")
+            f.write(f"S the {s}\nA 0 1|||U:DET||||||REQUIRED|||-NONE-|||0\n\n")
     return root
 
 
@@ -237,6 +237,22 @@ def test_edit5_starts_from_a_t5_directory_and_learns(tmp_path, data_dir, tokeniz
     assert entries[-1]["loss"] < entries[0]["loss"] - 0.3, [e["loss"] for e in entries]
     model = EdiT5Model.from_pretrained(out / "best")
     assert model.config.d_model == 48 and model.config.num_decoder_layers == 1
+    dev = [e for e in log(out) if "dev_tag_loss" in e]
+    assert dev and 0.0 <= dev[-1]["dev_tag_auc"] <= 1.0
+
+
+def test_detection_auc_counts_ordered_pairs():
+    """AUC = P(positive scores above negative), ties half: checked against all pairs, with ties."""
+    g = torch.Generator().manual_seed(0)
+    scores = torch.randint(0, 7, (300,), generator=g).float()  # few values: many ties
+    positive = torch.rand(300, generator=g) < 0.2
+    pos, neg = scores[positive], scores[~positive]
+    pairs = (pos[:, None] > neg[None, :]).double() + 0.5 * (pos[:, None] == neg[None, :]).double()
+    assert T.detection_auc(scores, positive) == pytest.approx(float(pairs.mean()))
+    labels = torch.tensor([False, False, True, True])
+    assert T.detection_auc(torch.tensor([0.0, 1.0, 2.0, 3.0]), labels) == 1.0
+    assert T.detection_auc(torch.tensor([3.0, 2.0, 1.0, 0.0]), labels) == 0.0
+    assert T.detection_auc(torch.zeros(4), labels) == 0.5
 
 
 def test_param_groups_speed_up_relative_position_biases():

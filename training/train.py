@@ -177,6 +177,19 @@ def component_losses(output) -> dict[str, torch.Tensor]:
     return {k: v for k, v in items if k != "loss" and k.endswith("loss") and torch.is_tensor(v)}
 
 
+def detection_auc(scores: torch.Tensor, positive: torch.Tensor) -> float:
+    """ROC AUC of ``scores`` for the boolean ``positive``: the chance that a random positive
+    scores above a random negative (ties count half). EdiT5's dev tag loss hides detection
+    skill behind calibration (a tagger that never dares to delete sits at the prior's loss
+    either way); the AUC of its delete margin over deleted vs kept tokens does not."""
+    pos, neg = scores[positive].float(), scores[~positive].float().sort().values
+    if not len(pos) or not len(neg):
+        return float("nan")
+    below = torch.searchsorted(neg, pos, right=False).double()
+    at_or_below = torch.searchsorted(neg, pos, right=True).double()
+    return float(((below + at_or_below) / 2).sum() / (len(pos) * len(neg)))
+
+
 # ----------------------------------------------------------------------------- data
 
 def featurized_rows(dataset, kind: ModelKind, tok, max_length: int):
@@ -412,6 +425,8 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
     from transformers.utils import logging as hf_logging
 
     from editspec.corpora import data_dir as find_data_dir
+    from editspec.edits import DELETE, KEEP
+    from editspec.features import IGNORE
     from editspec.tokens import load_tokenizer
 
     tc = cfg["train"]
@@ -498,7 +513,7 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
         if main_proc and dev is not None:
             net = accelerator.unwrap_model(model)
             net.eval()
-            total, weight, parts = 0.0, 0, Counter()
+            total, weight, parts, margins, deleted = 0.0, 0, Counter(), [], []
             with torch.no_grad(), accelerator.autocast():
                 for examples in dev["batches"]:
                     batch = {k: v.to(accelerator.device) for k, v in kind.collate(examples, tok.pad_token_id).items()}
@@ -507,8 +522,15 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
                     weight += len(examples)
                     for k, v in component_losses(output).items():
                         parts[k] += float(v) * len(examples)
+                    if getattr(output, "tag_logits", None) is not None:  # EdiT5: delete margin per token
+                        tagged = batch["tags"] != IGNORE
+                        logits = output.tag_logits[tagged].float()
+                        margins.append((logits[:, DELETE] - logits[:, KEEP]).cpu())
+                        deleted.append((batch["tags"][tagged] == DELETE).cpu())
             result["dev_loss"] = total / max(weight, 1)
             result.update({f"dev_{k}": v / max(weight, 1) for k, v in parts.items()})
+            if margins:
+                result["dev_tag_auc"] = detection_auc(torch.cat(margins), torch.cat(deleted))
             if f05:
                 result.update(dev_f05(net, kind, tok, dev, accelerator, cfg["data"]["max_length"]))
             net.train()
