@@ -361,6 +361,21 @@ def gleu(sources: Sequence[Sequence[str]], references: Sequence[Sequence[Sequenc
 
 # ----------------------------------------------------------------------------- running a model
 
+def detection_auc(scores: "torch.Tensor", positive: "torch.Tensor") -> float:
+    """ROC AUC of ``scores`` for the boolean ``positive``: the chance that a random positive
+    scores above a random negative (ties count half). EdiT5's dev tag loss hides detection
+    skill behind calibration (a tagger that never dares to delete sits at the prior's loss
+    either way); the AUC of its delete margin over deleted vs kept tokens does not."""
+    import torch  # here: the rest of this module scores text and needs no torch
+
+    pos, neg = scores[positive].float(), scores[~positive].float().sort().values
+    if not len(pos) or not len(neg):
+        return float("nan")
+    below = torch.searchsorted(neg, pos, right=False).double()
+    at_or_below = torch.searchsorted(neg, pos, right=True).double()
+    return float(((below + at_or_below) / 2).sum() / (len(pos) * len(neg)))
+
+
 def correct_all(correct_fn: CorrectFn, sentences: Sequence[str], chunk_size: int = 64,
                 progress: bool = False, desc: str | None = None) -> tuple[list[str], float]:
     """Outputs of ``correct_fn`` for all sentences, in chunks of similar length (less padding),

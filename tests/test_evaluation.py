@@ -8,11 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from hypothesis import given, settings, strategies as st
 
 from editspec import cli, evaluation
-from editspec.evaluation import (ErrantEvaluator, errant_score, gleu, gleu_from_stats, gleu_stats,
-                                 read_m2, retokenize)
+from editspec.evaluation import (ErrantEvaluator, detection_auc, errant_score, gleu, gleu_from_stats,
+                                 gleu_stats, read_m2, retokenize)
 from editspec.text import detokenize
 
 # Two annotators, noop annotations, an UNK edit (ignored in correction scoring) and a source token
@@ -323,3 +324,18 @@ def test_cli_eval_errors(gold, tmp_path, capsys):
     short.write_text("one line\n", encoding="utf-8")
     assert cli.main(["eval", "--m2", str(gold), "--hyp", str(short)]) == 2
     assert "1 lines for 6 sources" in capsys.readouterr().err
+
+
+def test_detection_auc_counts_ordered_pairs():
+    """AUC = P(positive scores above negative), ties half: checked against all pairs, with ties."""
+    g = torch.Generator().manual_seed(0)
+    scores = torch.randint(0, 7, (300,), generator=g).float()  # few values: many ties
+    positive = torch.rand(300, generator=g) < 0.2
+    pos, neg = scores[positive], scores[~positive]
+    pairs = (pos[:, None] > neg[None, :]).double() + 0.5 * (pos[:, None] == neg[None, :]).double()
+    assert detection_auc(scores, positive) == pytest.approx(float(pairs.mean()))
+    labels = torch.tensor([False, False, True, True])
+    assert detection_auc(torch.tensor([0.0, 1.0, 2.0, 3.0]), labels) == 1.0
+    assert detection_auc(torch.tensor([3.0, 2.0, 1.0, 0.0]), labels) == 0.0
+    assert detection_auc(torch.zeros(4), labels) == 0.5
+

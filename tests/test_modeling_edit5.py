@@ -1,13 +1,15 @@
 """EdiT5 features and model (editspec/features.py, editspec/modeling_edit5.py), with tiny models."""
 
 import random
+import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from editspec.edits import KEEP, Edits, realize
+from editspec.edits import DELETE, KEEP, Edits, realize
 from editspec.features import (
     IGNORE, collate_edit5, collate_t5, edit5_features, edit5_features_batch, edit5_features_from_ids,
     t5_features,
@@ -347,3 +349,21 @@ def test_pointer_offset_bias_scores_relative_offsets(tokenizer):
     assert torch.allclose(diff[0, :4].diagonal(1), torch.full((4,), 1000.0))  # row i, column i + 1
     assert float(diff[0].abs().sum()) == pytest.approx(4000.0, rel=1e-4)
     assert tiny_model(tokenizer, pointer_offset_bias=False).pointer_offset is None
+
+
+def test_tag_auc_reads_the_delete_margin(tokenizer):
+    """eval/tag_auc.py: one margin per tagged input token, DELETE minus KEEP, gold deletions flagged."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
+    from tag_auc import delete_margins
+
+    model = tiny_model(tokenizer).eval()
+    with torch.no_grad():
+        model.tag_classifier.weight.zero_()
+        model.tag_classifier.bias.zero_()
+        model.tag_classifier.bias[DELETE] = 1.5  # every token: DELETE logit 1.5 above KEEP's
+    sources, targets = zip(*pairs(12))
+    margins, deleted = delete_margins(model, tokenizer, list(sources), list(targets), batch_size=5)
+    features = [f for f in edit5_features_batch(tokenizer, sources, targets, 128) if f]
+    assert len(margins) == sum(len(f["tags"]) for f in features)
+    assert int(deleted.sum()) == sum(t == DELETE for f in features for t in f["tags"]) > 0
+    assert torch.allclose(margins, torch.full_like(margins, 1.5))

@@ -241,20 +241,6 @@ def test_edit5_starts_from_a_t5_directory_and_learns(tmp_path, data_dir, tokeniz
     assert dev and 0.0 <= dev[-1]["dev_tag_auc"] <= 1.0
 
 
-def test_detection_auc_counts_ordered_pairs():
-    """AUC = P(positive scores above negative), ties half: checked against all pairs, with ties."""
-    g = torch.Generator().manual_seed(0)
-    scores = torch.randint(0, 7, (300,), generator=g).float()  # few values: many ties
-    positive = torch.rand(300, generator=g) < 0.2
-    pos, neg = scores[positive], scores[~positive]
-    pairs = (pos[:, None] > neg[None, :]).double() + 0.5 * (pos[:, None] == neg[None, :]).double()
-    assert T.detection_auc(scores, positive) == pytest.approx(float(pairs.mean()))
-    labels = torch.tensor([False, False, True, True])
-    assert T.detection_auc(torch.tensor([0.0, 1.0, 2.0, 3.0]), labels) == 1.0
-    assert T.detection_auc(torch.tensor([3.0, 2.0, 1.0, 0.0]), labels) == 0.0
-    assert T.detection_auc(torch.zeros(4), labels) == 0.5
-
-
 def test_param_groups_speed_up_relative_position_biases():
     """Relative attention biases get their own lr (and no decay); every parameter is in one group."""
     from transformers import T5Config, T5ForConditionalGeneration

@@ -177,19 +177,6 @@ def component_losses(output) -> dict[str, torch.Tensor]:
     return {k: v for k, v in items if k != "loss" and k.endswith("loss") and torch.is_tensor(v)}
 
 
-def detection_auc(scores: torch.Tensor, positive: torch.Tensor) -> float:
-    """ROC AUC of ``scores`` for the boolean ``positive``: the chance that a random positive
-    scores above a random negative (ties count half). EdiT5's dev tag loss hides detection
-    skill behind calibration (a tagger that never dares to delete sits at the prior's loss
-    either way); the AUC of its delete margin over deleted vs kept tokens does not."""
-    pos, neg = scores[positive].float(), scores[~positive].float().sort().values
-    if not len(pos) or not len(neg):
-        return float("nan")
-    below = torch.searchsorted(neg, pos, right=False).double()
-    at_or_below = torch.searchsorted(neg, pos, right=True).double()
-    return float(((below + at_or_below) / 2).sum() / (len(pos) * len(neg)))
-
-
 # ----------------------------------------------------------------------------- data
 
 def featurized_rows(dataset, kind: ModelKind, tok, max_length: int):
@@ -426,6 +413,7 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
 
     from editspec.corpora import data_dir as find_data_dir
     from editspec.edits import DELETE, KEEP
+    from editspec.evaluation import detection_auc
     from editspec.features import IGNORE
     from editspec.tokens import load_tokenizer
 
