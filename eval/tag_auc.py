@@ -54,7 +54,7 @@ def main() -> None:
         pairs = pairs.select(sorted({int(i * len(pairs) / args.limit) for i in range(args.limit)}))
     for path in args.models:
         model = EdiT5Model.from_pretrained(path).eval()
-        margins, deleted = delete_margins(model, load_tokenizer(path), pairs["source"], pairs["target"])
+        margins, deleted = delete_margins(model, load_tokenizer(path), list(pairs["source"]), list(pairs["target"]))
         order = margins.argsort(descending=True)
         top = {q: deleted[order[: max(1, round(q * len(order)))]].float().mean().item() for q in (0.01, 0.05)}
         print(f"{path}: tag AUC {detection_auc(margins, deleted):.3f}  deletions in top 1% {top[0.01]:.1%}, "
