@@ -141,6 +141,14 @@ def _m2_pairs(path: str, annotator: int | str, detokenized: bool, cache_key=None
             yield {"source": src, "target": detokenize(target) if detokenized else target, "annotator": a}
 
 
+def evenly_spaced(n: int, limit: int | None) -> list[int]:
+    """Indices of ``limit`` of ``n`` items, spread evenly (all when ``limit`` is None or ≥ n): dev
+    files are ordered by level or topic, so their first sentences are no sample of the rest."""
+    if not limit or n <= limit:
+        return list(range(n))
+    return [int(i * n / limit) for i in range(limit)]
+
+
 PAIR_FEATURES = datasets.Features({"source": datasets.Value("string"), "target": datasets.Value("string"),
                                    "annotator": datasets.Value("int32")})
 

@@ -65,7 +65,7 @@ from transformers.masking_utils import create_bidirectional_mask
 from transformers.modeling_outputs import ModelOutput
 from transformers.models.t5.modeling_t5 import T5Attention, T5Block, T5LayerNorm, T5PreTrainedModel, T5Stack
 
-from editspec.edits import KEEP, Edits, realize_aligned
+from editspec.edits import DELETE, KEEP, Edits, realize_aligned
 from editspec.features import IGNORE, pad
 from editspec.tokens import encode, marker_ids, render
 
@@ -151,6 +151,14 @@ class EdiT5Output(ModelOutput):
     tag_logits: torch.Tensor | None = None  # (batch, length, 2)
     pointer_logits: torch.Tensor | None = None  # (batch, length, length): row i -> successor
     insertion_logits: torch.Tensor | None = None  # (batch, insertion length, vocab)
+
+
+def tag_margins(tag_logits: torch.Tensor, tags: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(logit DELETE - logit KEEP, is a gold deletion) for every tagged token (``tags != IGNORE``):
+    what ``dev_tag_auc`` and ``eval/tag_auc.py`` rank."""
+    tagged = tags != IGNORE
+    logits = tag_logits[tagged].float()
+    return logits[:, DELETE] - logits[:, KEEP], tags[tagged] == DELETE
 
 
 def _stack(config: T5Config) -> T5Stack:

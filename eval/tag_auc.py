@@ -17,11 +17,10 @@ from pathlib import Path
 
 import torch
 
-from editspec.corpora import read_m2
-from editspec.edits import DELETE, KEEP
+from editspec.corpora import evenly_spaced, read_m2
 from editspec.evaluation import detection_auc
-from editspec.features import IGNORE, collate_edit5, edit5_features_batch
-from editspec.modeling_edit5 import EdiT5Model
+from editspec.features import collate_edit5, edit5_features_batch
+from editspec.modeling_edit5 import EdiT5Model, tag_margins
 from editspec.tokens import load_tokenizer
 
 
@@ -33,11 +32,10 @@ def delete_margins(model: EdiT5Model, tok, sources: list[str], targets: list[str
     with torch.no_grad():
         for i in range(0, len(features), batch_size):
             batch = collate_edit5(features[i:i + batch_size], tok.pad_token_id)
-            logits = model(**batch).tag_logits
-            tagged = batch["tags"] != IGNORE
-            margins.append(logits[tagged][:, DELETE] - logits[tagged][:, KEEP])
-            deleted.append(batch["tags"][tagged] == DELETE)
-    return torch.cat(margins).float(), torch.cat(deleted)
+            margin, gold = tag_margins(model(**batch).tag_logits, batch["tags"])
+            margins.append(margin)
+            deleted.append(gold)
+    return torch.cat(margins), torch.cat(deleted)
 
 
 def main() -> None:
@@ -50,8 +48,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
 
     pairs = read_m2(args.m2)
-    if len(pairs) > args.limit:
-        pairs = pairs.select(sorted({int(i * len(pairs) / args.limit) for i in range(args.limit)}))
+    pairs = pairs.select(evenly_spaced(len(pairs), args.limit))
     for path in args.models:
         model = EdiT5Model.from_pretrained(path).eval()
         margins, deleted = delete_margins(model, load_tokenizer(path), list(pairs["source"]), list(pairs["target"]))

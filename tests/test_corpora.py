@@ -6,7 +6,7 @@ import datasets
 import pytest
 
 from editspec.cli import main
-from editspec.corpora import apply_edits, data_dir, parse_m2, read_jfleg, read_m2, read_parallel
+from editspec.corpora import apply_edits, data_dir, evenly_spaced, parse_m2, read_jfleg, read_m2, read_parallel
 from editspec.errors import EditspecError
 from editspec.text import detokenize, tokenize_for_errant
 
@@ -195,3 +195,8 @@ def test_data_stats_command(tmp_path, m2_file, tokenizer_dir, capsys):
 
     assert main(["data", "stats", str(tmp_path / "none.m2"), "--tokenizer", str(tokenizer_dir)]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_evenly_spaced_spreads_a_sample_over_the_file():
+    assert evenly_spaced(10, 4) == [0, 2, 5, 7]
+    assert evenly_spaced(3, 5) == evenly_spaced(3, None) == [0, 1, 2]

@@ -276,14 +276,14 @@ def build_mixture(cfg: dict, kind: ModelKind, tok, data_dir: Path, log, tok_path
 
 def build_dev(cfg: dict, kind: ModelKind, tok, data_dir: Path):
     """(dev batches for the loss, dev M2 path and size for F0.5) or None."""
+    from editspec.corpora import evenly_spaced
+
     dev = cfg["data"]["dev"]
     if not dev:
         return None
     spec = {"type": "m2", **dev} if isinstance(dev, dict) else {"type": "m2", "path": dev}
     pairs = read_pairs(spec, data_dir)
-    limit = spec.get("max_examples")
-    if limit and len(pairs) > limit:  # evenly spaced: dev files are ordered by level or topic
-        pairs = pairs.select(sorted({int(i * len(pairs) / limit) for i in range(limit)}))
+    pairs = pairs.select(evenly_spaced(len(pairs), spec.get("max_examples")))
     rows = featurized_rows(pairs, kind, tok, cfg["data"]["max_length"])
     rows = [rows[i] for i in range(len(rows))]
     batching = Batching(kind.lengths, cfg["data"]["batch_tokens"], cfg["data"]["batch_size"],
@@ -412,9 +412,8 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
     from transformers.utils import logging as hf_logging
 
     from editspec.corpora import data_dir as find_data_dir
-    from editspec.edits import DELETE, KEEP
     from editspec.evaluation import detection_auc
-    from editspec.features import IGNORE
+    from editspec.modeling_edit5 import tag_margins
     from editspec.tokens import load_tokenizer
 
     tc = cfg["train"]
@@ -511,10 +510,9 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
                     for k, v in component_losses(output).items():
                         parts[k] += float(v) * len(examples)
                     if getattr(output, "tag_logits", None) is not None:  # EdiT5: delete margin per token
-                        tagged = batch["tags"] != IGNORE
-                        logits = output.tag_logits[tagged].float()
-                        margins.append((logits[:, DELETE] - logits[:, KEEP]).cpu())
-                        deleted.append((batch["tags"][tagged] == DELETE).cpu())
+                        margin, gold = tag_margins(output.tag_logits, batch["tags"])
+                        margins.append(margin.cpu())
+                        deleted.append(gold.cpu())
             result["dev_loss"] = total / max(weight, 1)
             result.update({f"dev_{k}": v / max(weight, 1) for k, v in parts.items()})
             if margins:
@@ -646,10 +644,10 @@ def f05_evaluator(m2_path: str, limit: int | None):
     """ERRANT scorer of (an evenly spaced subset of) a gold M2 file; sources parsed once."""
     from editspec import evaluation
 
+    from editspec.corpora import evenly_spaced
+
     blocks = evaluation.read_m2(m2_path)
-    if limit and len(blocks) > limit:
-        blocks = [blocks[int(i * len(blocks) / limit)] for i in range(limit)]
-    return evaluation.ErrantEvaluator(blocks)
+    return evaluation.ErrantEvaluator([blocks[i] for i in evenly_spaced(len(blocks), limit)])
 
 
 def dev_f05(net, kind: ModelKind, tok, dev: dict, accelerator, max_length: int) -> dict:
