@@ -28,6 +28,10 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1, ... (default: cuda if available)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--max-edit-words", type=int, default=None, metavar="N",
+                   help="keep a sentence as written when the model rewrites more than N words in "
+                        "one edit (a lost model repeats or skips phrases); 0: off (default: the "
+                        "model's config.json max_edit_words, set by eval/tune_guard.py; else 0)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -14,6 +14,8 @@ What happens to a line::
     model      edit5        tags, pointers, insertions -> realize_aligned -> render
                t5           greedy ids -> render_ids (aligned to the source)
                speculative  T5 greedy ids, drafted by EdiT5 -> render_ids
+    guard      a unit whose output rewrites more than ``max_edit_words`` words in one edit
+               ("and a lot , but I think that ..." repeated) goes back to the unit as written
     rejoin     "  She goes to school every day.  I like it."
     edits      word-level diff of line and output: (6, 8) "go" -> "goes", (25, 29) "days" -> "day"
 
@@ -119,6 +121,28 @@ def diff(source: str, target: str) -> list[Edit]:
 def _edit(src: list[str], tgt: list[str], src_at: list[int], span: list[int]) -> Edit:
     a, b, c, d = span
     return Edit(src_at[a], src_at[b], "".join(src[a:b]), "".join(tgt[c:d]))
+
+
+_WORD_UNITS = re.compile(r"\w+|[^\w\s]")
+
+
+def edit_size(edit: Edit) -> int:
+    """Words and punctuation marks on the longer side of an edit ("go" -> "goes": 1)."""
+    return max(len(_WORD_UNITS.findall(edit.original)), len(_WORD_UNITS.findall(edit.correction)))
+
+
+def guard(source: str, output: str, max_edit_words: int) -> str:
+    """``output``, or ``source`` when one edit of ``diff(source, output)`` spans more than
+    ``max_edit_words`` words (0: no guard).
+
+    A small seq2seq model that loses its place in a sentence repeats a phrase until the length
+    limit or skips half the sentence; the rest of such an output is unreliable too, so the
+    whole sentence is kept as written. With the shipped T5 this took W&I dev precision from
+    12% to 32% (README "The guard"; ``eval/tune_guard.py`` chose the limit on FCE dev).
+    """
+    if max_edit_words and any(edit_size(e) > max_edit_words for e in diff(source, output)):
+        return source
+    return output
 
 
 # -- models --
@@ -257,13 +281,16 @@ class Corrector:
     """Corrects lines of text with EdiT5, T5, or speculative T5 (EdiT5 drafts, T5 verifies)."""
 
     def __init__(self, mode: str, edit5=None, edit5_tokenizer=None, t5=None, t5_tokenizer=None,
-                 batch_size: int = 16, max_length: int | None = None, paths: dict | None = None):
+                 batch_size: int = 16, max_length: int | None = None, paths: dict | None = None,
+                 max_edit_words: int = 0):
         from editspec.tokens import marker_ids
 
         if mode not in MODES:
             raise EditspecError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
         if batch_size < 1:
             raise EditspecError("batch size must be at least 1")
+        if max_edit_words < 0:
+            raise EditspecError("max edit words must be 0 (no guard) or more")
         need = NEEDS[mode]
         have = {"edit5": edit5, "t5": t5}
         missing = [k for k in need if have[k] is None]
@@ -271,6 +298,8 @@ class Corrector:
             raise EditspecError(f"mode {mode} needs {' and '.join(need)} model(s); "
                                 f"missing: {', '.join(missing)}")
         self.mode, self.batch_size, self.paths = mode, batch_size, paths or {}
+        self.max_edit_words = max_edit_words
+        self.guarded = 0  # units the guard has kept as written, over this corrector's life
         self.edit5, self.edit5_tokenizer = (edit5, edit5_tokenizer) if "edit5" in need else (None, None)
         self.t5, self.t5_tokenizer = (t5, t5_tokenizer) if "t5" in need else (None, None)
         self.markers = marker_ids(self.edit5_tokenizer) if self.edit5 is not None else []
@@ -296,11 +325,15 @@ class Corrector:
         cls, model: str | os.PathLike | None = None, mode: str | None = None,
         edit5: str | os.PathLike | None = None, t5: str | os.PathLike | None = None,
         device: str | torch.device | None = None, batch_size: int = 16, max_length: int | None = None,
+        max_edit_words: int | None = None,
     ) -> "Corrector":
         """Load a bundle (``DIR/edit5``, ``DIR/t5``) or one checkpoint; default: the shipped bundle.
 
         ``mode`` defaults to ``speculative`` when both models are present, else the one present.
         ``max_length`` (model input tokens with EOS) overrides the checkpoint's training length.
+        ``max_edit_words`` (see ``guard``; 0 turns it off) defaults to the ``max_edit_words`` in
+        the config.json of the model whose output is returned (``eval/tune_guard.py --write``
+        puts it there), else 0: a checkpoint of your own gives its raw output.
         """
         if batch_size < 1:
             raise EditspecError("batch size must be at least 1")
@@ -326,8 +359,11 @@ class Corrector:
                 from editspec.t5 import load_t5
 
                 loaded["t5"], loaded["t5_tokenizer"] = load_t5(t5_path, device=dev)
-        return cls(mode, batch_size=batch_size, max_length=max_length,
-                   paths={"edit5": edit5_path, "t5": t5_path}, **loaded)
+        if max_edit_words is None:
+            output_model = loaded["t5"] if "t5" in loaded else loaded["edit5"]
+            max_edit_words = getattr(output_model.config, "max_edit_words", 0)
+        return cls(mode, batch_size=batch_size, max_length=max_length, paths=paths,
+                   max_edit_words=int(max_edit_words), **loaded)
 
     @property
     def device(self) -> torch.device:
@@ -348,7 +384,7 @@ class Corrector:
             raise TypeError("correct() takes a list of texts, not one string")
         units = segment.segment_lines(texts, self.limits)
         flat = [text[a:b] for text, spans in zip(texts, units) for a, b in spans]
-        fixed = iter(self._correct_units(flat, progress))
+        fixed = iter(self.correct_units(flat, progress))
         return [segment.rejoin(text, spans, [next(fixed) for _ in spans]) for text, spans in zip(texts, units)]
 
     def correct_detailed(self, texts: Sequence[str],
@@ -359,7 +395,7 @@ class Corrector:
 
     # -- batches --
 
-    def _correct_units(self, units: list[str], progress: Callable[[int], None] | None) -> list[str]:
+    def correct_units(self, units: Sequence[str], progress: Callable[[int], None] | None = None) -> list[str]:
         from editspec.tokens import encode
 
         encoded = encode(self.tokenizer, units)
@@ -372,7 +408,8 @@ class Corrector:
         for start in range(0, len(order), self.batch_size):
             batch = order[start:start + self.batch_size]
             for i, text in zip(batch, self._correct_batch([encoded[i] for i in batch])):
-                out[i] = text
+                out[i] = guard(units[i], text, self.max_edit_words)
+                self.guarded += out[i] != text
             if progress is not None:
                 progress(sum(len(units[i]) for i in batch))
         return out
@@ -561,7 +598,8 @@ def run_correct(args) -> int:
         first = next(blocks, None)  # a non-UTF-8 start fails before the model loads
         corrector = Corrector.from_pretrained(args.model, mode=args.mode, edit5=args.edit5, t5=args.t5,
                                               device=args.device, batch_size=args.batch_size,
-                                              max_length=args.max_length)
+                                              max_length=args.max_length,
+                                              max_edit_words=args.max_edit_words)
         total = os.fstat(stream.fileno()).st_size if args.input != "-" and Path(args.input).is_file() else None
         bar = tqdm(total=total, unit="B", unit_scale=True, desc="correcting", file=sys.stderr,
                    disable=args.no_progress or not sys.stderr.isatty(), dynamic_ncols=True)

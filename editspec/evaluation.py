@@ -420,7 +420,8 @@ def load_corrector(args: Namespace):
     from editspec.corrector import Corrector
 
     return Corrector.from_pretrained(model=args.model, mode=args.mode, edit5=args.edit5,
-                                     t5=args.t5, device=args.device, batch_size=args.batch_size)
+                                     t5=args.t5, device=args.device, batch_size=args.batch_size,
+                                     max_edit_words=args.max_edit_words)
 
 
 def run_eval(args: Namespace) -> int:
@@ -446,6 +447,7 @@ def run_eval(args: Namespace) -> int:
     sources = [detokenize(" ".join(t)) for t in source_tokens]
 
     started = time.perf_counter()
+    guard: dict = {}
     if args.hyp:
         outputs, seconds, mode = _read_lines(args.hyp), 0.0, "file"
         if len(outputs) < n or (args.limit is None and len(outputs) != n):
@@ -456,6 +458,8 @@ def run_eval(args: Namespace) -> int:
         mode = getattr(corrector, "mode", None) or args.mode
         outputs, seconds = correct_all(corrector.correct, sources, max(args.batch_size, 1) * 4,
                                        progress=not args.no_progress, desc=mode)
+        if hasattr(corrector, "guarded"):  # how many sentences the guard kept as written
+            guard = {"max_edit_words": corrector.max_edit_words, "guarded": corrector.guarded}
     tokens = [retokenize(t, o, s, args.retokenize) for t, o, s in zip(source_tokens, outputs, sources)]
 
     report: dict = {}
@@ -471,7 +475,7 @@ def run_eval(args: Namespace) -> int:
         report["gleu"] = round(gleu(source_tokens, references, tokens), 4)
     report.update({"sentences": n, "mode": mode, "seconds": round(seconds, 3),
                    "total_seconds": round(time.perf_counter() - started, 3),
-                   "retokenize": args.retokenize})
+                   "retokenize": args.retokenize, **guard})
     if args.save_hyp:
         Path(args.save_hyp).write_text("".join(o + "\n" for o in outputs), encoding="utf-8")
 
@@ -480,6 +484,9 @@ def run_eval(args: Namespace) -> int:
         return 0
     rate = f", {n / seconds:.1f} sentences/s" if seconds else ""
     print(f"{n} sentences, mode {mode}: {seconds:.1f} s correcting{rate}")
+    if guard.get("max_edit_words"):
+        print(f"guard: {guard['guarded']} sentence units kept as written (an edit over "
+              f"{guard['max_edit_words']} words)")
     if result is not None:
         result.print(args.cat)
     if references:

@@ -21,7 +21,7 @@ import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from editspec import cli, corrector as corrector_module, segment
-from editspec.corrector import Correction, Corrector, Edit, diff, format_diff, resolve_models
+from editspec.corrector import Correction, Corrector, Edit, diff, edit_size, format_diff, guard, resolve_models
 from editspec.errors import EditspecError
 from editspec.tokens import encode
 
@@ -166,6 +166,40 @@ def apply(text: str, edits: list[Edit]) -> str:
 @given(st.text(max_size=40), st.text(max_size=40))
 def test_diff_applies(src, tgt):
     assert apply(src, diff(src, tgt)) == tgt
+
+
+def test_guard_keeps_a_sentence_whose_edit_is_too_long():
+    src = "I think that if you like a subject, you have to study hard."
+    fixed = "I think that if you like a subject, you will have to study hard."
+    loop = "I think that if you like a subject, you like a subject, you like a subject, you like a"
+    assert [edit_size(e) for e in diff(src, fixed)] == [1]
+    assert edit_size(Edit(0, 5, "a , b", "")) == 3  # punctuation marks count, spaces do not
+    assert guard(src, fixed, 4) == fixed and guard(src, src, 4) == src
+    assert guard(src, loop, 4) == src  # "hard." -> "you like a subject, you like a": 8 words
+    assert guard(src, loop, 0) == loop  # 0: no guard
+    skipped = "I think that you have to study hard."  # "if you like a subject ," dropped: 6
+    assert guard(src, skipped, 6) == skipped and guard(src, skipped, 5) == src
+
+
+def test_corrector_guards_each_unit(models, monkeypatch, tmp_path, tokenizer):
+    """Applied per sentence unit, counted, off with 0; the default is the output model's config."""
+    c = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", max_edit_words=2)
+    line = "She go home. I like a subject."
+    outputs = {"She go home.": "She goes home.", "I like a subject.": "I like a subject I like a subject."}
+    monkeypatch.setattr(c, "_correct_batch", lambda encoded: [outputs[e.text] for e in encoded])
+    assert c.correct([line]) == ["She goes home. I like a subject."] and c.guarded == 1
+    c.max_edit_words = 0
+    assert c.correct([line]) == ["She goes home. I like a subject I like a subject."] and c.guarded == 1
+
+    assert Corrector.from_pretrained(models / "bundle", device="cpu").max_edit_words == 0
+    model = tiny_t5(tokenizer)
+    model.config.max_edit_words = 3  # what eval/tune_guard.py --write stores
+    save(model, tokenizer, tmp_path / "t5")
+    assert json.loads((tmp_path / "t5" / "config.json").read_text())["max_edit_words"] == 3
+    assert Corrector.from_pretrained(edit5=models / "bundle" / "edit5", t5=tmp_path / "t5").max_edit_words == 3
+    assert Corrector.from_pretrained(tmp_path / "t5", max_edit_words=0).max_edit_words == 0
+    with pytest.raises(EditspecError, match="max edit words"):
+        Corrector.from_pretrained(tmp_path / "t5", max_edit_words=-1)
 
 
 def test_identity_model_reproduces_every_line(identity):
@@ -432,8 +466,11 @@ def test_shipped_models_correct_the_sample(capsysbinary):
     lines = SAMPLE.read_text(encoding="utf-8").splitlines()
     spec = Corrector.from_pretrained(device="cpu")
     assert spec.mode == "speculative" and spec.t5.dtype == spec.edit5.dtype == torch.float32
+    assert spec.max_edit_words == spec.t5.config.max_edit_words > 0  # tuned, stored with the T5
     outputs = spec.correct(lines)
-    assert outputs == Corrector.from_pretrained(mode="t5", device="cpu").correct(lines)
+    # exact: the raw outputs (the guard could hide a difference by reverting both)
+    raw = [Corrector.from_pretrained(mode=m, device="cpu", max_edit_words=0).correct(lines) for m in ("speculative", "t5")]
+    assert raw[0] == raw[1]
     assert len(outputs) == len(lines) and outputs[2] == "" and "🙂" in outputs[5]
     # mostly copied, some edits (what the shipped T5 changes in the sample is listed in the README)
     assert difflib.SequenceMatcher(None, "\n".join(lines), "\n".join(outputs)).ratio() > 0.9

@@ -1,0 +1,73 @@
+"""Pick the guard's ``max_edit_words`` on a dev set, and optionally store it with the model.
+
+    python eval/tune_guard.py editspec/models/default --m2 ../shared/data/fce/fce.dev.gold.bea19.m2 \
+        [--mode speculative] [--limits 0 1 2 3 4 5 6 8 10] [--write]
+
+The guard (``editspec.corrector.guard``) keeps a sentence as written when the model's output
+rewrites more than N words in one edit: a small model that loses its place repeats a phrase or
+skips half the sentence, and its other edits in that sentence are then unreliable too. This
+script corrects the dev set's sentence units once without the guard, then applies it for each N
+(0 = off) exactly as ``Corrector`` does (per unit, before rejoining), scores each with ERRANT as
+``editspec eval`` does, and prints P/R/F0.5 and the number of units kept. ``--write`` stores the
+best N as ``max_edit_words`` in the config.json of the model whose output is returned (T5 in
+modes t5 and speculative, EdiT5 in mode edit5), which ``Corrector.from_pretrained`` reads. Tune
+on a set you do not report (the README: FCE dev for tuning; W&I dev, FCE test, CoNLL-2013 and
+JFLEG dev reported).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from editspec import segment
+from editspec.corrector import Corrector, guard
+from editspec.evaluation import ErrantEvaluator, correct_all
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("model", type=Path, help="a bundle (edit5/, t5/) or one checkpoint directory")
+    p.add_argument("--m2", required=True)
+    p.add_argument("--mode", default=None, help="edit5, t5 or speculative (default: the bundle's)")
+    p.add_argument("--limit", type=int, default=None, help="first N sentences")
+    p.add_argument("--limits", type=int, nargs="+", default=[0, 1, 2, 3, 4, 5, 6, 8, 10],
+                   help="values of max_edit_words to try (0: no guard)")
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--write", action="store_true", help="store the best in the output model's config.json")
+    args = p.parse_args()
+
+    corrector = Corrector.from_pretrained(args.model, mode=args.mode, batch_size=args.batch_size,
+                                          max_edit_words=0)
+    evaluator = ErrantEvaluator.from_m2(args.m2, limit=args.limit)
+    spans = segment.segment_lines(evaluator.sources, corrector.limits)
+    units = [text[a:b] for text, line in zip(evaluator.sources, spans) for a, b in line]
+    raw, seconds = correct_all(corrector.correct_units, units, args.batch_size * 4, progress=True,
+                               desc=corrector.mode)
+    print(f"{len(evaluator)} sentences, {len(units)} units, mode {corrector.mode}: {seconds:.0f} s")
+
+    scores = {}
+    for limit in args.limits:
+        kept = [guard(u, o, limit) for u, o in zip(units, raw)]
+        it = iter(kept)
+        outputs = [segment.rejoin(text, line, [next(it) for _ in line])
+                   for text, line in zip(evaluator.sources, spans)]
+        result = evaluator.score(outputs)
+        scores[limit] = result.scores()
+        held = sum(k != o for k, o in zip(kept, raw))
+        print(f"max_edit_words {limit:3d}: P {scores[limit][0]:.4f}  R {scores[limit][1]:.4f}  "
+              f"F0.5 {scores[limit][2]:.4f}  TP {result.tp}  FP {result.fp}  units kept as written {held}",
+              flush=True)
+    best = max(scores, key=lambda n: scores[n][2])
+    print(f"best max_edit_words {best} (F0.5 {scores[best][2]:.4f} on {len(evaluator)} sentences)")
+    if args.write:
+        path = Path(corrector.paths["t5" if corrector.t5 is not None else "edit5"]) / "config.json"
+        config = json.loads(path.read_text())
+        config["max_edit_words"] = best
+        path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+        print(f"wrote max_edit_words {best} to {path}")
+
+
+if __name__ == "__main__":
+    main()
