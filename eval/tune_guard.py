@@ -8,7 +8,9 @@ rewrites more than N words in one edit: a small model that loses its place repea
 skips half the sentence, and its other edits in that sentence are then unreliable too. This
 script corrects the dev set's sentence units once without the guard, then applies it for each N
 (0 = off) exactly as ``Corrector`` does (per unit, before rejoining), scores each with ERRANT as
-``editspec eval`` does, and prints P/R/F0.5 and the number of units kept. ``--write`` stores the
+``editspec eval`` does, and prints P/R/F0.5, the number of units kept as written, and what the
+guard would cost a perfect corrector: the share of gold-corrected sentences (annotator 0, whole
+sentences) it would keep as written. ``--write`` stores the
 best N as ``max_edit_words`` in the config.json of the model whose output is returned (T5 in
 modes t5 and speculative, EdiT5 in mode edit5), which ``Corrector.from_pretrained`` reads. Tune
 on a set you do not report (the README: FCE dev for tuning; W&I dev, FCE test, CoNLL-2013 and
@@ -22,8 +24,18 @@ import json
 from pathlib import Path
 
 from editspec import segment
+from editspec.corpora import read_m2
 from editspec.corrector import Corrector, guard
 from editspec.evaluation import ErrantEvaluator, correct_all
+
+
+def apply_guard(sources: list[str], spans: list[list[tuple[int, int]]], units: list[str],
+                raw: list[str], limit: int) -> tuple[list[str], int]:
+    """(the sources' outputs with the guard applied per unit as ``Corrector`` does, units kept)."""
+    kept = [guard(u, o, limit) for u, o in zip(units, raw)]
+    it = iter(kept)
+    outputs = [segment.rejoin(text, line, [next(it) for _ in line]) for text, line in zip(sources, spans)]
+    return outputs, sum(k != o for k, o in zip(kept, raw))
 
 
 def main() -> None:
@@ -46,19 +58,18 @@ def main() -> None:
     raw, seconds = correct_all(corrector.correct_units, units, args.batch_size * 4, progress=True,
                                desc=corrector.mode)
     print(f"{len(evaluator)} sentences, {len(units)} units, mode {corrector.mode}: {seconds:.0f} s")
+    gold = [(row["source"], row["target"]) for row in read_m2(args.m2).select(range(len(evaluator)))]
+    gold = [(s, t) for s, t in gold if s != t]
 
     scores = {}
     for limit in args.limits:
-        kept = [guard(u, o, limit) for u, o in zip(units, raw)]
-        it = iter(kept)
-        outputs = [segment.rejoin(text, line, [next(it) for _ in line])
-                   for text, line in zip(evaluator.sources, spans)]
+        outputs, held = apply_guard(evaluator.sources, spans, units, raw, limit)
         result = evaluator.score(outputs)
         scores[limit] = result.scores()
-        held = sum(k != o for k, o in zip(kept, raw))
+        gold_held = sum(guard(s, t, limit) != t for s, t in gold) / max(len(gold), 1)
         print(f"max_edit_words {limit:3d}: P {scores[limit][0]:.4f}  R {scores[limit][1]:.4f}  "
-              f"F0.5 {scores[limit][2]:.4f}  TP {result.tp}  FP {result.fp}  units kept as written {held}",
-              flush=True)
+              f"F0.5 {scores[limit][2]:.4f}  TP {result.tp}  FP {result.fp}  units kept as written {held}  "
+              f"gold corrections it would keep as written {gold_held:.1%}", flush=True)
     best = max(scores, key=lambda n: scores[n][2])
     print(f"best max_edit_words {best} (F0.5 {scores[best][2]:.4f} on {len(evaluator)} sentences)")
     if args.write:

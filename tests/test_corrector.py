@@ -202,6 +202,24 @@ def test_corrector_guards_each_unit(models, monkeypatch, tmp_path, tokenizer):
         Corrector.from_pretrained(tmp_path / "t5", max_edit_words=-1)
 
 
+def test_tune_guard_applies_the_guard_as_the_corrector_does(models):
+    """eval/tune_guard.py decodes once and guards per unit for each limit: the same outputs as a
+    Corrector with that limit (a random T5 rewrites freely, so every limit keeps some units)."""
+    sys.path.insert(0, str(ROOT / "eval"))
+    from tune_guard import apply_guard
+
+    lines = ["She go home. I like a subject.", "", "He go to school every days.", "Yes. No. Maybe so."]
+    raw = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", max_edit_words=0)
+    spans = segment.segment_lines(lines, raw.limits)
+    units = [text[a:b] for text, line in zip(lines, spans) for a, b in line]
+    outputs = raw.correct_units(units)
+    for limit in (0, 1, 2, 3):
+        guarded = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", max_edit_words=limit)
+        got, kept = apply_guard(lines, spans, units, outputs, limit)
+        assert got == guarded.correct(lines) and kept == guarded.guarded
+        assert (kept > 0) == (limit > 0)
+
+
 def test_identity_model_reproduces_every_line(identity):
     assert identity.mode == "edit5"
     assert identity.correct(LINES) == LINES
