@@ -28,6 +28,9 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1, ... (default: cuda if available)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+
+
+def _add_guard_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-edit-words", type=int, default=None, metavar="N",
                    help="keep a sentence as written when the model rewrites more than N words in "
                         "one edit (a lost model repeats or skips phrases); 0: off (default: the "
@@ -50,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="longest model input in tokens with EOS; longer sentences are split "
                         "(default: the length the models were trained with)")
     _add_model_options(p)
+    _add_guard_option(p)
 
     p = sub.add_parser("data", help="corpus tools")
     data_sub = p.add_subparsers(dest="data_command", required=True)
@@ -93,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write the hypothesis M2 here (errant_compare -hyp FILE -ref M2 agrees)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     _add_model_options(p)
+    _add_guard_option(p)
 
     p = sub.add_parser("profile", help="latency report: EdiT5 vs T5 vs speculative T5 and peers")
     p.add_argument("--data", required=True,

@@ -442,6 +442,7 @@ def test_cli_errors_are_one_line(models, tmp_path, capsysbinary):
         ((SAMPLE, "--model", models / "identity", "-o", tmp_path / "no" / "out.txt"), "does not exist"),
         ((SAMPLE, "--model", models / "identity", "--batch-size", "0"), "batch size"),
         ((SAMPLE, "--model", models / "identity", "--device", "nonsense"), "unknown device"),
+        ((SAMPLE, "--model", models / "identity", "--max-edit-words", "-1"), "max edit words"),
     ]
     for args, message in cases:
         rc, out, err = run_cli(capsysbinary, *args)
