@@ -123,12 +123,10 @@ def _edit(src: list[str], tgt: list[str], src_at: list[int], span: list[int]) ->
     return Edit(src_at[a], src_at[b], "".join(src[a:b]), "".join(tgt[c:d]))
 
 
-_WORD_UNITS = re.compile(r"\w+|[^\w\s]")
-
-
 def edit_size(edit: Edit) -> int:
-    """Words and punctuation marks on the longer side of an edit ("go" -> "goes": 1)."""
-    return max(len(_WORD_UNITS.findall(edit.original)), len(_WORD_UNITS.findall(edit.correction)))
+    """Words and punctuation marks (``diff``'s units, spaces not counted) on the longer side of
+    an edit ("go" -> "goes": 1)."""
+    return max(sum(not u.isspace() for u in _WORDS.findall(side)) for side in (edit.original, edit.correction))
 
 
 def guard(source: str, output: str, max_edit_words: int) -> str:

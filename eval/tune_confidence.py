@@ -15,11 +15,11 @@ numbers: FCE dev for tuning; W&I dev, FCE test, CoNLL-2013 and JFLEG dev reporte
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from editspec.corrector import Corrector
 from editspec.evaluation import ErrantEvaluator, evaluate
+from tuning import pick_best  # eval/tuning.py, beside this script
 
 
 def main() -> None:
@@ -41,14 +41,7 @@ def main() -> None:
         scores[bias] = result.scores()
         p_, r, f = scores[bias]
         print(f"keep_bias {bias:5.2f}: P {p_:.4f}  R {r:.4f}  F0.5 {f:.4f}  ({seconds:.0f} s)", flush=True)
-    best = max(scores, key=lambda b: scores[b][2])
-    print(f"best keep_bias {best} (F0.5 {scores[best][2]:.4f} on {len(evaluator)} sentences)")
-    if args.write:
-        config_path = args.model / "config.json"
-        config = json.loads(config_path.read_text())
-        config["keep_bias"] = best
-        config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
-        print(f"wrote keep_bias {best} to {config_path}")
+    pick_best(scores, "keep_bias", len(evaluator), args.model if args.write else None)
 
 
 if __name__ == "__main__":

@@ -20,13 +20,13 @@ JFLEG dev reported).
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from editspec import segment
 from editspec.corpora import read_m2
 from editspec.corrector import Corrector, guard
 from editspec.evaluation import ErrantEvaluator, correct_all
+from tuning import pick_best  # eval/tuning.py, beside this script
 
 
 def apply_guard(sources: list[str], spans: list[list[tuple[int, int]]], units: list[str],
@@ -70,14 +70,8 @@ def main() -> None:
         print(f"max_edit_words {limit:3d}: P {scores[limit][0]:.4f}  R {scores[limit][1]:.4f}  "
               f"F0.5 {scores[limit][2]:.4f}  TP {result.tp}  FP {result.fp}  units kept as written {held}  "
               f"gold corrections it would keep as written {gold_held:.1%}", flush=True)
-    best = max(scores, key=lambda n: scores[n][2])
-    print(f"best max_edit_words {best} (F0.5 {scores[best][2]:.4f} on {len(evaluator)} sentences)")
-    if args.write:
-        path = Path(corrector.paths["t5" if corrector.t5 is not None else "edit5"]) / "config.json"
-        config = json.loads(path.read_text())
-        config["max_edit_words"] = best
-        path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
-        print(f"wrote max_edit_words {best} to {path}")
+    output_model = corrector.paths["t5" if corrector.t5 is not None else "edit5"]
+    pick_best(scores, "max_edit_words", len(evaluator), output_model if args.write else None)
 
 
 if __name__ == "__main__":
