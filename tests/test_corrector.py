@@ -220,6 +220,32 @@ def test_tune_guard_applies_the_guard_as_the_corrector_does(models):
         assert (kept > 0) == (limit > 0)
 
 
+def test_distill_writes_the_teachers_outputs_and_resumes(models, tmp_path):
+    """training/distill.py: source.txt holds the M2 files' sources and target.txt the teacher
+    Corrector's outputs for them, line for line; a rerun reuses the parts already stored."""
+    sys.path.insert(0, str(ROOT / "training"))
+    import distill
+
+    (tmp_path / "data").mkdir()
+    for name, text in (("a.m2", ["She go home .", "He go to school every days ."]), ("b.m2", ["Yes . No ."])):
+        with open(tmp_path / "data" / name, "w", encoding="utf-8") as f:
+            f.writelines(f"S {s}\nA -1 -1|||noop|||-NONE-|||REQUIRED|||-NONE-|||0\n\n" for s in text)
+    out = tmp_path / "out"
+    argv = [str(models / "bundle"), "--m2", "a.m2", "b.m2", "--out", str(out), "--data-dir",
+            str(tmp_path / "data"), "--mode", "t5", "--batch-size", "4"]
+    distill.main(argv)
+    source = (out / "source.txt").read_text(encoding="utf-8").splitlines()
+    target = (out / "target.txt").read_text(encoding="utf-8").splitlines()
+    assert source == ["She go home.", "He go to school every days.", "Yes. No."]
+    teacher = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", batch_size=4)
+    assert target == teacher.correct(source) and target != source  # a random T5 rewrites
+    part = out / "parts" / "00000000.json"
+    stored = json.loads(part.read_text())
+    part.write_text(json.dumps({**stored, "target": ["kept"] * 3}))
+    distill.main(argv)
+    assert (out / "target.txt").read_text(encoding="utf-8").splitlines() == ["kept"] * 3
+
+
 def test_identity_model_reproduces_every_line(identity):
     assert identity.mode == "edit5"
     assert identity.correct(LINES) == LINES

@@ -1,0 +1,71 @@
+"""Distillation pairs for EdiT5: a T5's own corrections of the training sources.
+
+In speculative mode EdiT5 drafts and T5 verifies, and a draft token pays only where T5 agrees
+with it. An EdiT5 trained on the gold corrections learns edits that a small T5 does not make, so
+T5 rejects its drafts there; trained on T5's outputs (sequence-level knowledge distillation, Kim &
+Rush 2016), it learns the edits T5 does make. One W&I train sentence, with the shipped T5::
+
+    source   then we return to Toluca to continue with my boring life.
+    gold     Then we returned to Toluca to continue with my boring life.
+    T5       Then we return to Toluca to continue with my boring life.    <- the target written here
+
+The student learns to capitalise "then" as T5 does, and to leave "return" as T5 leaves it.
+Sources are the M2 files' detokenized source sentences (what the models read); targets are
+``Corrector`` outputs with the teacher's own guard (``max_edit_words``), so a sentence T5 would
+rewrite wholesale stays as written here too. Writes ``OUT/source.txt`` and ``OUT/target.txt``,
+line-aligned, for a ``type: parallel`` data source::
+
+    python training/distill.py editspec/models/default --out runs/distill \\
+        --m2 wi_locness/ABC.train.gold.bea19.m2 fce/fce.train.gold.bea19.m2
+
+Chunks are stored under ``OUT/parts/`` as they finish, so a rerun of the same command resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from tqdm import tqdm
+
+from editspec.corpora import data_dir, read_m2
+from editspec.corrector import Corrector, atomic_output
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("teacher", help="a bundle with t5/ inside, or a T5 checkpoint directory")
+    p.add_argument("--m2", nargs="+", required=True, help="M2 files, relative to the data directory")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--data-dir", default=None, help="default: $EDITSPEC_DATA or ../shared/data")
+    p.add_argument("--mode", default=None,
+                   help="t5, or speculative (the same output, ~1.5x faster; the default with both models)")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--chunk", type=int, default=2048, help="sentences per stored part")
+    args = p.parse_args(argv)
+
+    root = data_dir(args.data_dir)
+    sources = [s for m2 in args.m2 for s in read_m2(root / m2)["source"]]
+    corrector = Corrector.from_pretrained(args.teacher, mode=args.mode, batch_size=args.batch_size)
+    parts = args.out / "parts"
+    parts.mkdir(parents=True, exist_ok=True)
+    with tqdm(total=len(sources), unit="sent", desc="distill") as bar:
+        for k in range(0, len(sources), args.chunk):
+            part = parts / f"{k:08d}.json"
+            chunk = sources[k:k + args.chunk]
+            if not (part.exists() and json.loads(part.read_text())["source"] == chunk):
+                with atomic_output(str(part)) as f:
+                    f.write(json.dumps({"source": chunk, "target": corrector.correct(chunk)}).encode())
+            bar.update(len(chunk))
+    pairs = [json.loads((parts / f"{k:08d}.json").read_text()) for k in range(0, len(sources), args.chunk)]
+    for name in ("source", "target"):
+        with atomic_output(str(args.out / f"{name}.txt")) as f:
+            f.write("".join(line + "\n" for part in pairs for line in part[name]).encode())
+    changed = sum(s != t for part in pairs for s, t in zip(part["source"], part["target"]))
+    print(f"{len(sources)} pairs, {changed} changed by the teacher "
+          f"({corrector.guarded} sentence units kept by its guard) -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()
