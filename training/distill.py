@@ -50,21 +50,23 @@ def main(argv: list[str] | None = None) -> None:
     corrector = Corrector.from_pretrained(args.teacher, mode=args.mode, batch_size=args.batch_size)
     parts = args.out / "parts"
     parts.mkdir(parents=True, exist_ok=True)
+    pairs: list[dict] = []
     with tqdm(total=len(sources), unit="sent", desc="distill") as bar:
         for k in range(0, len(sources), args.chunk):
-            part = parts / f"{k:08d}.json"
-            chunk = sources[k:k + args.chunk]
-            if not (part.exists() and json.loads(part.read_text())["source"] == chunk):
+            part, chunk = parts / f"{k:08d}.json", sources[k:k + args.chunk]
+            stored = json.loads(part.read_text()) if part.exists() else None
+            if stored is None or stored["source"] != chunk:
+                stored = {"source": chunk, "target": corrector.correct(chunk)}
                 with atomic_output(str(part)) as f:
-                    f.write(json.dumps({"source": chunk, "target": corrector.correct(chunk)}).encode())
+                    f.write(json.dumps(stored).encode())
+            pairs.append(stored)
             bar.update(len(chunk))
-    pairs = [json.loads((parts / f"{k:08d}.json").read_text()) for k in range(0, len(sources), args.chunk)]
     for name in ("source", "target"):
         with atomic_output(str(args.out / f"{name}.txt")) as f:
             f.write("".join(line + "\n" for part in pairs for line in part[name]).encode())
     changed = sum(s != t for part in pairs for s, t in zip(part["source"], part["target"]))
     print(f"{len(sources)} pairs, {changed} changed by the teacher "
-          f"({corrector.guarded} sentence units kept by its guard) -> {args.out}")
+          f"({corrector.guarded} sentence units kept by its guard in this run) -> {args.out}")
 
 
 if __name__ == "__main__":
