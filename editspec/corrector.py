@@ -514,45 +514,8 @@ def _blocks(stream: IO[bytes], name: str) -> Iterator[list[_Line]]:
 
 
 @contextlib.contextmanager
-def atomic_output(name: str) -> Iterator[IO[bytes]]:
-    """stdout, or a file written in full or not at all: a temporary file in the same directory,
-    renamed over ``name`` at the end; on any failure or interrupt the temporary file is removed."""
-    if name == "-":
-        yield sys.stdout.buffer
-        sys.stdout.buffer.flush()
-        return
-    target = Path(name)
-    if target.is_dir():
-        raise EditspecError(f"output {name} is a directory")
-    folder = target.parent
-    if not folder.is_dir():
-        raise EditspecError(f"output folder {folder} does not exist")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
-    except OSError as e:
-        raise EditspecError(f"cannot write in {folder}: {e.strerror or e}") from e
-    try:
-        with os.fdopen(fd, "wb") as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        if target.exists():
-            mode = target.stat().st_mode & 0o7777
-        else:  # what open() would have created
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-@contextlib.contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM unwinds like Ctrl-C, so the temporary output file is cleaned up."""
+    """SIGTERM (``kill``, a job scheduler) unwinds like Ctrl-C, so ``finally`` blocks run."""
     def handler(signum, frame):
         raise KeyboardInterrupt
 
@@ -565,6 +528,45 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def atomic_output(name: str) -> Iterator[IO[bytes]]:
+    """stdout, or a file written in full or not at all: a temporary file in the same directory,
+    renamed over ``name`` at the end; on any failure, Ctrl-C or SIGTERM the temporary file is
+    removed."""
+    with _sigterm_as_interrupt():
+        if name == "-":
+            yield sys.stdout.buffer
+            sys.stdout.buffer.flush()
+            return
+        target = Path(name)
+        if target.is_dir():
+            raise EditspecError(f"output {name} is a directory")
+        folder = target.parent
+        if not folder.is_dir():
+            raise EditspecError(f"output folder {folder} does not exist")
+        try:
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+        except OSError as e:
+            raise EditspecError(f"cannot write in {folder}: {e.strerror or e}") from e
+        try:
+            with os.fdopen(fd, "wb") as f:
+                yield f
+                f.flush()
+                os.fsync(f.fileno())
+            if target.exists():
+                mode = target.stat().st_mode & 0o7777
+            else:  # what open() would have created
+                umask = os.umask(0)
+                os.umask(umask)
+                mode = 0o666 & ~umask
+            os.chmod(tmp, mode)
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
 
 
 def format_diff(c: Correction, color: bool = False) -> str:
@@ -604,7 +606,7 @@ def run_correct(args) -> int:
                    disable=args.no_progress or not sys.stderr.isatty(), dynamic_ncols=True)
         done = 0
         try:
-            with _sigterm_as_interrupt(), atomic_output(args.output) as out, bar:
+            with atomic_output(args.output) as out, bar:
                 color = _use_color(args)
                 # a UTF-8 byte order mark is not text: keep it out of the model, write it back
                 bom = first is not None and first[0].text.startswith("\ufeff")

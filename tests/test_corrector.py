@@ -454,6 +454,22 @@ def test_cli_output_file_is_atomic(models, tmp_path, monkeypatch, capsysbinary):
     assert rc == 130 and sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
 
 
+def test_atomic_output_survives_sigterm(tmp_path):
+    """A ``kill`` mid-write (training/distill.py's parts, the CLI's output) leaves the old file and
+    no temporary file."""
+    dst = tmp_path / "out.txt"
+    dst.write_text("previous")
+    script = ("import os, signal, sys\n"
+              "from editspec.corrector import atomic_output\n"
+              "with atomic_output(sys.argv[1]) as f:\n"
+              "    f.write(b'half')\n"
+              "    os.kill(os.getpid(), signal.SIGTERM)\n"
+              "    f.write(b'never')\n")
+    run = subprocess.run([sys.executable, "-c", script, str(dst)], capture_output=True, text=True)
+    assert run.returncode != 0 and "KeyboardInterrupt" in run.stderr
+    assert dst.read_text() == "previous" and [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
 def test_cli_errors_are_one_line(models, tmp_path, capsysbinary):
     bad = tmp_path / "latin1.txt"
     bad.write_bytes("fine\ncaf\xe9\n".encode("latin-1"))
