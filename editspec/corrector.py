@@ -135,8 +135,8 @@ def guard(source: str, output: str, max_edit_words: int) -> str:
 
     A small seq2seq model that loses its place in a sentence repeats a phrase until the length
     limit or skips half the sentence; the rest of such an output is unreliable too, so the
-    whole sentence is kept as written. With the shipped T5 (limit 5, chosen on FCE dev by
-    ``eval/tune_guard.py``) W&I dev precision goes from 17% to 36% and F0.5 from 11.69 to 15.07
+    whole sentence is kept as written. With the shipped T5 (limit 3, chosen on FCE dev by
+    ``eval/tune_guard.py``) W&I dev precision goes from 19% to 36% and F0.5 from 13.41 to 17.13
     (README "The guard").
     """
     if max_edit_words and any(edit_size(e) > max_edit_words for e in diff(source, output)):
