@@ -366,7 +366,7 @@ def test_cli_text_is_byte_identical_with_identity_model(models, tmp_path, capsys
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.text(alphabet=st.one_of(st.sampled_from("\r\n\t  .,"), st.characters()), max_size=200))
+@given(st.text(alphabet=st.one_of(st.sampled_from("\r\n\t  .,"), st.characters(codec="utf-8")), max_size=200))
 def test_cli_property_identity_is_byte_identical(models, tmp_path_factory, capsysbinary, monkeypatch, text):
     """Any UTF-8 file (CR, CRLF, blank lines, no final newline, BOM) comes back byte for byte
     from a model that edits nothing, also when it is streamed in small blocks."""
