@@ -241,6 +241,25 @@ def test_edit5_starts_from_a_t5_directory_and_learns(tmp_path, data_dir, tokeniz
     assert dev and 0.0 <= dev[-1]["dev_tag_auc"] <= 1.0
 
 
+def test_init_from_a_bf16_checkpoint_trains_fp32_with_the_recipes_dropout(tmp_path, tokenizer_dir):
+    """A fine-tune from a shipped (bf16, dropout 0) T5: fp32 master weights, the recipe's dropout,
+    the checkpoint's architecture and weights."""
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    from editspec.tokens import load_tokenizer
+
+    tok = load_tokenizer(tokenizer_dir)
+    t5 = T5ForConditionalGeneration(T5Config(vocab_size=len(tok), d_model=48, d_kv=12, d_ff=96, num_layers=2,
+                                             num_decoder_layers=2, num_heads=4, dropout_rate=0.0))
+    t5.to(torch.bfloat16).save_pretrained(tmp_path / "t5")
+    model = T.ModelKind("t5").build({"init_from": str(tmp_path / "t5"),
+                                     "config": {"d_model": 256, "dropout_rate": 0.1}}, tok)
+    assert model.dtype == torch.float32
+    assert model.config.d_model == 48 and model.config.dropout_rate == 0.1
+    assert model.encoder.block[0].layer[0].dropout.p == 0.1
+    assert torch.equal(model.shared.weight, t5.shared.weight.float())
+
+
 def test_param_groups_speed_up_relative_position_biases():
     """Relative attention biases get their own lr (and no decay); every parameter is in one group."""
     from transformers import T5Config, T5ForConditionalGeneration

@@ -159,7 +159,11 @@ class ModelKind:
                                  "loss_weighting", "dropout_rate", "tag_loss_weight",
                                  "pointer_loss_weight", "insertion_loss_weight")}
                 return self.model_cls.from_t5(str(path), **keep)
-            return self.model_cls.from_pretrained(str(path))
+            # fp32 master weights even from a bf16 checkpoint (the shipped ones); the recipe's
+            # dropout applies too (a fine-tune regularises a model pre-trained without it), the
+            # architecture comes from the checkpoint
+            regularise = {k: v for k, v in (model_cfg.get("config") or {}).items() if k == "dropout_rate"}
+            return self.model_cls.from_pretrained(str(path), dtype=torch.float32, **regularise)
         fields = dict(model_cfg.get("config") or {})
         fields.update(vocab_size=len(tok), pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
         if self.name == "t5":
