@@ -302,3 +302,22 @@ def test_config_reads_exponent_floats(tmp_path):
     assert cfg["train"]["max_grad_norm"] == -0.5 and isinstance(cfg["train"]["warmup_steps"], int)
     assert cfg["model"]["tokenizer"] == "1e5x"
     assert T.load_config(TINY, ["train.lr=7e-4"])["train"]["lr"] == pytest.approx(7e-4)
+
+
+def test_average_is_the_elementwise_mean_and_loads(tmp_path):
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    import average
+
+    config = T5Config(vocab_size=64, d_model=16, d_kv=4, d_ff=32, num_layers=1, num_decoder_layers=1, num_heads=2)
+    models = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        models.append(T5ForConditionalGeneration(config))
+        models[-1].save_pretrained(tmp_path / f"m{seed}")
+    average.average([tmp_path / "m0", tmp_path / "m1"], tmp_path / "avg")
+    avg = T5ForConditionalGeneration.from_pretrained(tmp_path / "avg")
+    for name, p in avg.named_parameters():
+        a, b = (dict(m.named_parameters())[name] for m in models)
+        assert torch.allclose(p, (a + b) / 2), name
+    assert not torch.allclose(models[0].shared.weight, models[1].shared.weight)  # the mean is not a copy
