@@ -162,7 +162,8 @@ class ModelKind:
             # fp32 master weights even from a bf16 checkpoint (the shipped ones); the recipe's
             # dropout applies too (a fine-tune regularises a model pre-trained without it), the
             # architecture comes from the checkpoint
-            regularise = {k: v for k, v in (model_cfg.get("config") or {}).items() if k == "dropout_rate"}
+            recipe = model_cfg.get("config") or {}
+            regularise = {"dropout_rate": recipe["dropout_rate"]} if "dropout_rate" in recipe else {}
             return self.model_cls.from_pretrained(str(path), dtype=torch.float32, **regularise)
         fields = dict(model_cfg.get("config") or {})
         fields.update(vocab_size=len(tok), pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
