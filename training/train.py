@@ -16,7 +16,8 @@ A recipe has three sections (see configs/ for complete ones; ``--set train.lr=3e
     train:  max_steps, lr, schedule, warmup_steps, grad_accum, mixed_precision, save_every,
             keep_last, eval_every, eval_f05_every, log_every, seed, num_threads,
             position_bias_lr_scale (lr multiplier of T5's relative attention biases),
-            position_prior (initial bias towards neighbouring tokens, see add_position_prior)
+            position_prior (initial bias towards neighbouring tokens, see add_position_prior),
+            max_minutes (a wall-clock budget: the schedule is refitted to it, see fit_schedule)
 
 What the output directory holds::
 
@@ -69,7 +70,7 @@ DEFAULTS: dict[str, Any] = {
         "weight_decay": 0.01, "adam_betas": [0.9, 0.999], "max_grad_norm": 1.0, "grad_accum": 1,
         "mixed_precision": "no", "num_threads": None, "save_every": 500, "keep_last": 2,
         "log_every": 10, "eval_every": 500, "eval_f05_every": None, "select_on": None,
-        "log_batches": False, "position_bias_lr_scale": 1.0, "position_prior": 0.0,
+        "log_batches": False, "position_bias_lr_scale": 1.0, "position_prior": 0.0, "max_minutes": None,
     },
 }
 
@@ -327,6 +328,26 @@ def batch_hash(batches: list[list[dict]]) -> str:
     return hashlib.sha1(ids.encode()).hexdigest()[:16]
 
 
+# ----------------------------------------------------------------------------- time budget
+
+def fit_schedule(scheduler, step: int, seconds: float, rate_steps: int, rate_seconds: float,
+                 budget_seconds: float, max_steps: int, make) -> int:
+    """The step count that fills a wall-clock budget, with ``scheduler`` refitted to end there.
+
+    A GPU lease or a session has minutes, not steps: at a quarter of the budget the measured
+    rate (steps over seconds, start-up excluded) gives the steps left, and the LR schedule is
+    rebuilt (``make(total)``) so that its decay ends with the budget instead of being cut off
+    mid-way. Never more than ``max_steps``.
+    """
+    total = min(max_steps, step + int(rate_steps / max(rate_seconds, 1e-9) * (budget_seconds - seconds)))
+    total = max(total, step + 1)
+    fitted = make(total)
+    scheduler.lr_lambdas = fitted.lr_lambdas  # same optimizer; this scheduler keeps its place
+    for group, base, fn in zip(scheduler.optimizer.param_groups, scheduler.base_lrs, scheduler.lr_lambdas):
+        group["lr"] = base * fn(scheduler.last_epoch)
+    return total
+
+
 # ----------------------------------------------------------------------------- main
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -470,8 +491,11 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
     groups = param_groups(model, tc["lr"], tc["weight_decay"], tc["position_bias_lr_scale"])
     optimizer = torch.optim.AdamW(groups, lr=tc["lr"], betas=tuple(tc["adam_betas"]))
     # The scheduler is not prepared: accelerate would step it once per process per step.
-    scheduler = get_scheduler(tc["schedule"], optimizer, num_warmup_steps=tc["warmup_steps"],
-                              num_training_steps=tc["max_steps"])
+    def make_scheduler(total: int):
+        return get_scheduler(tc["schedule"], optimizer, num_warmup_steps=tc["warmup_steps"],
+                             num_training_steps=total)
+
+    scheduler = make_scheduler(tc["max_steps"])
     model, optimizer = accelerator.prepare(model, optimizer)
     state = TrainState()
     accelerator.register_for_checkpointing(scheduler, state)
@@ -555,6 +579,8 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
     window = {"loss": 0.0, "n": 0, "tokens": 0, "examples": 0, "time": 0.0, "parts": Counter()}
     model.train()
     last = {}
+    budget = 60 * tc["max_minutes"] if tc["max_minutes"] else None
+    started, mark, fitted = time.perf_counter(), None, False
     while state.step < end:
         t0 = time.perf_counter()
         global_batches, position = [], None
@@ -586,6 +612,21 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
         window["time"] += time.perf_counter() - t0
         bar.update(1)
 
+        if budget is not None:
+            # every process takes the same decision: the slowest clock
+            elapsed = float(accelerator.gather(torch.tensor([time.perf_counter() - started],
+                                                            device=accelerator.device)).max())
+            if mark is None and elapsed > 0.05 * budget:  # rate measured from here (warm caches, full pool)
+                mark = (state.step, elapsed)
+            elif mark is not None and not fitted and elapsed > 0.25 * budget:
+                total = fit_schedule(scheduler, state.step, elapsed, state.step - mark[0], elapsed - mark[1],
+                                     budget, max_steps, make_scheduler)
+                fitted = True
+                max_steps, end = total, min(end, total)
+                log(f"time budget {tc['max_minutes']} min: schedule refitted to {total} steps")
+            elif elapsed > budget and state.step < end:
+                max_steps = end = state.step  # slower than measured (evaluations, saves): stop on time
+                log(f"time budget {tc['max_minutes']} min spent at step {state.step}")
         if tc["log_batches"]:
             record({"step": state.step, "batches": batch_hash(global_batches), "n_batches": len(global_batches),
                     "loss_local": float(output.loss.detach())})
