@@ -1807,19 +1807,21 @@ def _calibration(data_dir: str | Path) -> list[str]:
 
 
 def _pairs_from_files(files: Sequence[str | Path], seed: int, m2_for_rates: str | Path | None,
-                      calibration: Sequence[str]) -> Iterator[dict[str, str]]:
+                      calibration: Sequence[str], part: int = 0, parts: int = 1) -> Iterator[dict[str, str]]:
     corruptor = Corruptor(_profile(m2_for_rates), calibration=calibration)
     for f in map(Path, files):
         for n, line in enumerate(_read_lines(f)):
-            if line.strip():
+            if n % parts == part and line.strip():
                 yield corruptor.pair(line, sentence_rng(seed, f.name, n))
 
 
 def synthetic_pairs(data_dir: str | Path, seed: int, shards: Sequence[int | str] | None = None,
-                    m2_for_rates: str | Path | None = None) -> Iterator[dict[str, str]]:
-    """Stream {"source": corrupted, "target": clean} over the shards, one line at a time."""
+                    m2_for_rates: str | Path | None = None, part: int = 0, parts: int = 1) -> Iterator[dict[str, str]]:
+    """Stream {"source": corrupted, "target": clean} over the shards, one line at a time; with
+    ``parts`` > 1 only lines n with n % parts == part (so that more processes than shards can
+    share the work: a line's pair is the same in every part split)."""
     yield from _pairs_from_files(shard_files(data_dir, shards), seed, m2_for_rates,
-                                 _calibration(data_dir))
+                                 _calibration(data_dir), part, parts)
 
 
 def synthetic_dataset(data_dir: str | Path, seed: int, shards: Sequence[int | str] | None = None,

@@ -330,6 +330,13 @@ def test_streaming_is_deterministic_and_shard_independent(shards):
     assert 0.2 < sum(p["source"] == p["target"] for p in a) / len(a) < 0.5
 
 
+def test_parts_split_a_shard_by_line_into_the_same_pairs(shards):
+    whole = list(S.synthetic_pairs(shards, seed=7, shards=[1]))
+    parts = [list(S.synthetic_pairs(shards, seed=7, shards=[1], part=q, parts=3)) for q in range(3)]
+    assert [len(p) for p in parts] == [14, 13, 13]  # 40 lines + a blank one (line 40, part 1)
+    assert [pair for k in range(14) for p in parts if k < len(p) for pair in [p[k]]] == whole
+
+
 def test_iterable_dataset_matches_and_splits_across_workers(shards):
     import datasets
 

@@ -318,3 +318,35 @@ def test_average_is_the_elementwise_mean_and_loads(tmp_path):
         a, b = (dict(m.named_parameters())[name] for m in models)
         assert torch.allclose(p, (a + b) / 2), name
     assert not torch.allclose(models[0].shared.weight, models[1].shared.weight)  # the mean is not a copy
+
+
+def test_fit_schedule_ends_the_decay_with_the_time_budget():
+    from transformers import get_scheduler
+
+    opt = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=1e-3)
+    make = lambda total: get_scheduler("cosine", opt, num_warmup_steps=10, num_training_steps=total)  # noqa: E731
+    sched = make(100_000)
+    for _ in range(50):
+        opt.step()
+        sched.step()
+    # 50 steps in 25 s (2 steps/s) and 100 s of a 300 s budget spent: 400 more steps
+    total = T.fit_schedule(sched, step=50, seconds=100, rate_steps=50, rate_seconds=25, budget_seconds=300,
+                           max_steps=100_000, make=make)
+    assert total == 450
+    other = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=1e-3)
+    planned = get_scheduler("cosine", other, num_warmup_steps=10, num_training_steps=450)
+    assert opt.param_groups[0]["lr"] == pytest.approx(1e-3 * planned.lr_lambdas[0](50))  # as if planned so
+    for _ in range(400):
+        opt.step()
+        sched.step()
+    assert sched.last_epoch == 450 and opt.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
+    assert T.fit_schedule(sched, 50, 100, 50, 25, 300, max_steps=200, make=make) == 200  # capped
+
+
+def test_time_budget_stops_a_run_and_exports(tmp_path, data_dir, tokenizer_dir):
+    out = tmp_path / "run"
+    result = run(out, data_dir, tokenizer_dir, "--set", "train.max_minutes=0.05", "--set", "train.eval_f05_every=0",
+                 "--max-steps", "100000")
+    assert 0 < result["step"] < 100000
+    assert [e["step"] for e in log(out) if "dev_loss" in e][-1] == result["step"]  # a last evaluation
+    assert (out / "last" / "model.safetensors").exists() and (out / "best" / "model.safetensors").exists()

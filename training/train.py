@@ -220,22 +220,24 @@ def read_pairs(spec: dict, data_dir: Path):
     raise SystemExit(f"unknown data source type {kind!r} (m2, parallel or synthetic)")
 
 
-def synthetic_shard(shard: str, start: int, folder: str, seed: int, m2: str | None, tok_path: str,
-                    kind_name: str, max_length: int):
-    """Featurized synthetic pairs of one Wikipedia shard from item ``start`` on, endlessly.
+def synthetic_shard(shard: tuple[str, int, int], start: int, folder: str, seed: int, m2: str | None,
+                    tok_path: str, kind_name: str, max_length: int):
+    """Featurized synthetic pairs of one part of a Wikipedia shard from item ``start`` on, endlessly.
 
-    Pairs are a function of (seed, shard, line) (``editspec.synthetic``); after a full pass the
-    shard starts again with another seed: new errors in the same sentences. Items before
-    ``start`` are regenerated and dropped (about 1 ms each), which is how a run resumes.
+    ``shard`` is (file name, part, parts): lines n with n % parts == part. Pairs are a function of
+    (seed, shard, line) (``editspec.synthetic``); after a full pass the part starts again with
+    another seed: new errors in the same sentences. Items before ``start`` are regenerated and
+    dropped (about 1 ms each), which is how a run resumes.
     """
     from editspec import synthetic
     from editspec.tokens import load_tokenizer
 
     tok, featurize = load_tokenizer(tok_path), ModelKind(kind_name).featurize_batch
+    name, part, parts = shard
 
     def endless():
         for epoch in itertools.count():
-            yield from synthetic.synthetic_pairs(folder, seed + 1000 * epoch, [shard], m2)
+            yield from synthetic.synthetic_pairs(folder, seed + 1000 * epoch, [name], m2, part, parts)
 
     pairs = itertools.islice(endless(), start, None)
     while True:
@@ -245,11 +247,17 @@ def synthetic_shard(shard: str, start: int, folder: str, seed: int, m2: str | No
 
 def synthetic_source(spec: dict, data_dir: Path, kind: ModelKind, tok_path: Path, max_length: int, seed: int,
                      workers: int) -> ShardedStream:
-    """Synthetic errors in the Wikipedia sentence shards, round-robin over the shards."""
+    """Synthetic errors in the Wikipedia sentence shards, round-robin over the shards' parts.
+
+    A worker process makes whole streams, so ``parts`` (the spec's, default 1) splits each shard
+    into that many line-interleaved streams when there are more workers than shards; parts is part
+    of the data recipe (it sets the order of the pairs), workers is not.
+    """
     from editspec import synthetic
 
     folder = data_dir / spec.get("path", "wikipedia_en_sentences")
-    shards = [f.name for f in synthetic.shard_files(folder, spec.get("shards"))]
+    parts = int(spec.get("parts", 1))
+    shards = [(f.name, q, parts) for f in synthetic.shard_files(folder, spec.get("shards")) for q in range(parts)]
     m2 = str(data_dir / spec["m2_for_rates"]) if spec.get("m2_for_rates") else None
     produce = functools.partial(synthetic_shard, folder=str(folder), seed=int(spec.get("seed", seed)), m2=m2,
                                 tok_path=str(tok_path), kind_name=kind.name, max_length=max_length)
