@@ -350,3 +350,24 @@ def test_time_budget_stops_a_run_and_exports(tmp_path, data_dir, tokenizer_dir):
     assert 0 < result["step"] < 100000
     assert [e["step"] for e in log(out) if "dev_loss" in e][-1] == result["step"]  # a last evaluation
     assert (out / "last" / "model.safetensors").exists() and (out / "best" / "model.safetensors").exists()
+
+
+def test_synthetic_parts_feed_more_workers_than_shards_in_the_same_order(tmp_path, tokenizer_dir):
+    import lzma
+
+    wiki = tmp_path / "wiki"
+    wiki.mkdir()
+    for k in range(2):
+        with lzma.open(wiki / f"enwiki_sentences.{k:02d}.txt.xz", "wt", encoding="utf-8") as f:
+            f.writelines(f"{s} {k} {n}.\n" for n, s in enumerate(sentences(30, seed=k)))
+    spec = {"name": "synthetic", "type": "synthetic", "path": "wiki", "shards": [0, 1], "parts": 2}
+
+    def first(workers: int, n: int = 100) -> list:
+        source = T.synthetic_source(spec, tmp_path, T.ModelKind("t5"), tokenizer_dir, 64, 0, workers)
+        return [ex["labels"] for ex in itertools.islice(source.stream(0), n)]
+
+    serial = first(0)
+    assert first(4) == serial  # four workers, one per (shard, part) stream
+    # chunks of 64 per stream: 64 pairs of shard 0's part 0 (15 lines, so a second pass with new
+    # errors), then 36 of its part 1: all 30 sentences of shard 0
+    assert len({tuple(x) for x in serial}) == 30
