@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The default pair, from scratch, on one GPU in about 20 minutes (a lease is 30): two chains share
 # the GPU, each training leaves it mostly idle (14M-parameter models), synthetic data comes from
-# 7 CPU workers each.
+# 6 CPU workers each (data.workers in the configs).
 #
 #   T5:    synthetic pre-training (T5_PRE min) -> W&I + FCE fine-tune (T5_FT min) -> distillation
 #   EdiT5: synthetic pre-training (EDIT5_PRE min, until the T5's distilled pairs are ready)
