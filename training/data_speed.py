@@ -50,8 +50,8 @@ def main(argv: list[str] | None = None) -> float:
         next(stream)
         n += 1
     rate = n / (time.perf_counter() - start)
-    print(f"{kind.name}: {rate:.0f} pairs/s ({workers} workers, {spec.get('parts', 1)} parts per shard, "
-          f"{len(spec.get('shards') or [])} shards)")
+    print(f"{kind.name}: {rate:.0f} pairs/s ({workers} workers, {len(source.shards)} streams: "
+          f"{spec.get('parts', 1)} parts per shard)")
     return rate
 
 

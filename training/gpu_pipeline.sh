@@ -37,17 +37,15 @@ edit5_chain() {
     while [ ! -f "$out/distill/target.txt" ] && kill -0 "$t5_pid" 2>/dev/null; do  # the T5 chain's last product
         sleep 5
     done
-    local sources
+    local sources=()  # none: the config's gold W&I + FCE
     if [ -f "$out/distill/target.txt" ]; then
         local d; d=$(cd "$out/distill" && pwd)
-        sources="[{name: distill, type: parallel, source: $d/source.txt, target: $d/target.txt}]"
+        sources=(--set "data.sources=[{name: distill, type: parallel, source: $d/source.txt, target: $d/target.txt}]")
     else  # distillation needs spaCy (editspec.segment); without it the EdiT5 learns the gold edits
         echo "no distilled pairs (see $out/t5.log): the EdiT5 fine-tunes on W&I + FCE" >&2
-        sources="[{name: wi, type: m2, path: wi_locness/ABC.train.gold.bea19.m2, weight: 1.0},
-                  {name: fce, type: m2, path: fce/fce.train.gold.bea19.m2, weight: 0.8}]"
     fi
     train --config configs/edit5-small-gpu-distill.yaml --init-from "$out/edit5-pre/best" \
-        --output-dir "$out/edit5-ft" --set train.max_minutes="$EDIT5_FT" --set "data.sources=$sources"
+        --output-dir "$out/edit5-ft" --set train.max_minutes="$EDIT5_FT" "${sources[@]}"
     python3 training/ship.py "$out/edit5-ft/best" "$out/ship/edit5"
     touch "$out/edit5.done"
 }
