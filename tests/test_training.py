@@ -318,6 +318,8 @@ def test_average_is_the_elementwise_mean_and_loads(tmp_path):
         a, b = (dict(m.named_parameters())[name] for m in models)
         assert torch.allclose(p, (a + b) / 2), name
     assert not torch.allclose(models[0].shared.weight, models[1].shared.weight)  # the mean is not a copy
+    info = json.loads((tmp_path / "avg" / "training.json").read_text())
+    assert info["averaged_from"] == [str(tmp_path / "m0"), str(tmp_path / "m1")]
 
 
 def test_fit_schedule_ends_the_decay_with_the_time_budget():

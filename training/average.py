@@ -3,8 +3,9 @@
     python training/average.py runs/avg runs/t5j/last runs/t5k/last
 
 The checkpoints must share an architecture (the ends of successive fine-tuning cycles of one
-run, say); the result is a model directory like its inputs, with the last input's config,
-tokenizer and training.json, in the dtype of the inputs (the mean is taken in fp32). The
+run, say); the result is a model directory like its inputs, with the last input's config and
+tokenizer, in the dtype of the inputs (the mean is taken in fp32). Its training.json is the last
+input's plus ``averaged_from`` (the input directories), so a shipped average says what it is. The
 shipped T5s of earlier stops are in the git history
 (``git show REV:editspec/models/default/t5/model.safetensors``); the README says what
 averaging them measured.
@@ -13,6 +14,7 @@ averaging them measured.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 from pathlib import Path
 
@@ -29,8 +31,11 @@ def average(sources: list[Path], dest: Path) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     for f in sources[-1].iterdir():
-        if f.is_file() and f.name != "model.safetensors":
+        if f.is_file() and f.name not in ("model.safetensors", "training.json"):
             shutil.copy(f, tmp / f.name)
+    info = sources[-1] / "training.json"
+    meta = json.loads(info.read_text()) if info.is_file() else {}
+    (tmp / "training.json").write_text(json.dumps({**meta, "averaged_from": [str(s) for s in sources]}))
     save_file(mean, tmp / "model.safetensors", metadata={"format": "pt"})
     shutil.rmtree(dest, ignore_errors=True)
     tmp.rename(dest)
