@@ -246,6 +246,35 @@ def test_distill_writes_the_teachers_outputs_and_resumes(models, tmp_path):
     assert (out / "target.txt").read_text(encoding="utf-8").splitlines() == ["kept"] * 3
 
 
+
+def test_distill_synthetic_sources_are_the_corrupted_wikipedia_lines(models, tmp_path):
+    """training/distill.py --synthetic N --skip K: the sources are pairs K..K+N of the chosen shard's
+    synthetic stream (``editspec.synthetic``, W&I train's rates), the targets the teacher's outputs."""
+    import lzma
+
+    from editspec.synthetic import WI_TRAIN_M2, WIKI_DIR, synthetic_pairs
+
+    sys.path.insert(0, str(ROOT / "training"))
+    import distill
+
+    data = tmp_path / "data"
+    (data / WIKI_DIR).mkdir(parents=True)
+    for k in range(2):
+        with lzma.open(data / WIKI_DIR / f"enwiki_sentences.{k:02d}.txt.xz", "wt", encoding="utf-8") as f:
+            f.writelines(f"The {w} of shard {k} was built in {1900 + i} by the town.\n"
+                         for i, w in enumerate(["bridge", "school", "church", "station", "mill", "hall"]))
+    (data / WI_TRAIN_M2).parent.mkdir(parents=True)
+    (data / WI_TRAIN_M2).write_text("S She go home .\nA 1 2|||R:VERB:SVA|||goes|||REQUIRED|||-NONE-|||0\n\n")
+    out = tmp_path / "out"
+    distill.main([str(models / "bundle"), "--synthetic", "3", "--skip", "2", "--shards", "1", "--seed", "5",
+                  "--out", str(out), "--data-dir", str(data), "--mode", "t5", "--batch-size", "4"])
+    stream = synthetic_pairs(data / WIKI_DIR, 5, [1], data / WI_TRAIN_M2)
+    expected = [pair["source"] for pair in list(stream)[2:5]]
+    source = (out / "source.txt").read_text(encoding="utf-8").splitlines()
+    assert source == expected and len(source) == 3 and not any("shard 0" in s for s in source)
+    teacher = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", batch_size=4)
+    assert (out / "target.txt").read_text(encoding="utf-8").splitlines() == teacher.correct(source)
+
 def test_identity_model_reproduces_every_line(identity):
     assert identity.mode == "edit5"
     assert identity.correct(LINES) == LINES
