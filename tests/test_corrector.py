@@ -268,12 +268,31 @@ def test_distill_synthetic_sources_are_the_corrupted_wikipedia_lines(models, tmp
     out = tmp_path / "out"
     distill.main([str(models / "bundle"), "--synthetic", "3", "--skip", "2", "--shards", "1", "--seed", "5",
                   "--out", str(out), "--data-dir", str(data), "--mode", "t5", "--batch-size", "4"])
-    stream = synthetic_pairs(data / WIKI_DIR, 5, [1], data / WI_TRAIN_M2)
-    expected = [pair["source"] for pair in list(stream)[2:5]]
+    gold = list(synthetic_pairs(data / WIKI_DIR, 5, [1], data / WI_TRAIN_M2))[2:5]
+    expected = [pair["source"] for pair in gold]
     source = (out / "source.txt").read_text(encoding="utf-8").splitlines()
     assert source == expected and len(source) == 3 and not any("shard 0" in s for s in source)
     teacher = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", batch_size=4)
-    assert (out / "target.txt").read_text(encoding="utf-8").splitlines() == teacher.correct(source)
+    raw = teacher.correct(source)
+    assert (out / "target.txt").read_text(encoding="utf-8").splitlines() == raw
+    distill.main([str(models / "bundle"), "--synthetic", "3", "--skip", "2", "--shards", "1", "--seed", "5",
+                  "--out", str(out), "--data-dir", str(data), "--mode", "t5", "--right-edits"])
+    right = [distill.right_edits(s, t, pair["target"]) for s, t, pair in zip(source, raw, gold)]
+    assert (out / "target.txt").read_text(encoding="utf-8").splitlines() == right
+
+
+def test_right_edits_keeps_only_the_teachers_edits_the_clean_sentence_has():
+    """distill.right_edits on its docstring's example, and at the edges."""
+    sys.path.insert(0, str(ROOT / "training"))
+    from distill import right_edits
+
+    source = "Its was now mostly used in chidren's programming in commercials"
+    clean = "It was then mostly used in children's programming in commercials"
+    teacher = "It was now mostly used in chidlren's programming in commercials"
+    assert right_edits(source, teacher, clean) == "It was now mostly used in chidren's programming in commercials"
+    assert right_edits(source, clean, clean) == clean  # a perfect teacher keeps everything
+    assert right_edits(source, source, clean) == source  # a teacher that changes nothing
+    assert right_edits(source, teacher, source) == source  # a clean source: every edit is wrong
 
 def test_identity_model_reproduces_every_line(identity):
     assert identity.mode == "edit5"

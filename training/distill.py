@@ -21,11 +21,23 @@ line-aligned, for a ``type: parallel`` data source::
 With ``--synthetic N`` the sources are instead N sentences of Wikipedia with synthetic errors
 (``editspec.synthetic``; shard, seed and a skip of the lines earlier runs trained on), which the
 teacher has never seen. On its own training sources an over-fitted T5 mostly recites the gold
-corrections; on new text it shows the edits it really makes, and a student that over-fits its
-62k learner pairs (training loss 0.08 against 0.5 on dev) gets as many fresh pairs as it needs::
+corrections, and a student trained on them over-fits too (the EdiT5's training loss 0.08 against
+0.5 on W&I dev). On new text the T5 shows the edits it really makes, but out of its domain most of
+them are wrong (on 2,048 of these sentences: 166 of its edits right, 507 wrong). ``--right-edits``
+keeps only the teacher's edits that the clean sentence has too (same words replaced, same
+correction; ``diff``'s word-level edits)::
+
+    source   Its was now mostly used in chidren's programming in commercials
+    clean    It was then mostly used in children's programming in commercials
+    teacher  It was now mostly used in chidlren's programming in commercials
+    target   It was now mostly used in chidren's programming in commercials
+
+"Its" -> "It" is in both and stays; "chidren's" -> "chidlren's" is the teacher's alone and is
+undone; "now" -> "then", which the teacher missed, stays missed, so the student still learns
+which errors this teacher leaves alone::
 
     python training/distill.py editspec/models/default --out runs/distill-wiki \\
-        --synthetic 40000 --shards 9 --skip 40000
+        --synthetic 40000 --shards 9 --skip 40000 --right-edits
 
 Chunks are stored under ``OUT/parts/`` as they finish, so a rerun of the same command resumes.
 """
@@ -40,7 +52,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from editspec.corpora import data_dir, read_m2
-from editspec.corrector import Corrector, atomic_output
+from editspec.corrector import Corrector, atomic_output, diff
 from editspec.synthetic import WI_TRAIN_M2, WIKI_DIR, synthetic_pairs
 
 
@@ -54,6 +66,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--shards", type=int, nargs="+", default=[9], help="Wikipedia shards (--synthetic)")
     p.add_argument("--skip", type=int, default=0, help="synthetic pairs to skip first (--synthetic)")
     p.add_argument("--seed", type=int, default=0, help="corruption seed (--synthetic)")
+    p.add_argument("--right-edits", action="store_true",
+                   help="keep only the teacher's edits that the clean sentence has too (--synthetic)")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--data-dir", default=None, help="default: $EDITSPEC_DATA or ../shared/data")
     p.add_argument("--mode", default=None,
@@ -61,13 +75,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--chunk", type=int, default=2048, help="sentences per stored part")
     args = p.parse_args(argv)
+    if args.right_edits and not args.synthetic:
+        p.error("--right-edits needs --synthetic (only synthetic pairs have a clean sentence)")
 
     root = data_dir(args.data_dir)
     if args.m2:
         sources = [s for m2 in args.m2 for s in read_m2(root / m2)["source"]]
     else:
         stream = synthetic_pairs(root / WIKI_DIR, args.seed, args.shards, root / WI_TRAIN_M2)
-        sources = [pair["source"] for pair in itertools.islice(stream, args.skip, args.skip + args.synthetic)]
+        gold = list(itertools.islice(stream, args.skip, args.skip + args.synthetic))
+        sources = [pair["source"] for pair in gold]
     corrector = Corrector.from_pretrained(args.teacher, mode=args.mode, batch_size=args.batch_size)
     parts = args.out / "parts"
     parts.mkdir(parents=True, exist_ok=True)
@@ -82,12 +99,24 @@ def main(argv: list[str] | None = None) -> None:
                     f.write(json.dumps(stored).encode())
             pairs.append(stored)
             bar.update(len(chunk))
-    for name in ("source", "target"):
+    targets = [t for part in pairs for t in part["target"]]
+    if args.right_edits and args.synthetic:
+        targets = [right_edits(g["source"], t, g["target"]) for g, t in zip(gold, targets)]
+    for name, lines in (("source", sources), ("target", targets)):
         with atomic_output(str(args.out / f"{name}.txt")) as f:
-            f.write("".join(line + "\n" for part in pairs for line in part[name]).encode())
-    changed = sum(s != t for part in pairs for s, t in zip(part["source"], part["target"]))
+            f.write("".join(line + "\n" for line in lines).encode())
+    changed = sum(s != t for s, t in zip(sources, targets))
     print(f"{len(sources)} pairs, {changed} changed by the teacher "
           f"({corrector.guarded} sentence units kept by its guard in this run) -> {args.out}")
+
+
+def right_edits(source: str, teacher: str, clean: str) -> str:
+    """``source`` with the teacher's edits that turning it into ``clean`` also makes (the
+    module docstring's example)."""
+    right = set(diff(source, clean))
+    for e in sorted(set(diff(source, teacher)) & right, key=lambda e: e.start, reverse=True):
+        source = source[:e.start] + e.correction + source[e.end:]
+    return source
 
 
 if __name__ == "__main__":
