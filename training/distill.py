@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
         with atomic_output(str(args.out / f"{name}.txt")) as f:
             f.write("".join(line + "\n" for line in lines).encode())
     changed = sum(s != t for s, t in zip(sources, targets))
-    print(f"{len(sources)} pairs, {changed} changed by the teacher "
+    print(f"{len(sources)} pairs, {changed} changed in target.txt "
           f"({corrector.guarded} sentence units kept by its guard in this run) -> {args.out}")
 
 
