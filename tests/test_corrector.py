@@ -246,7 +246,6 @@ def test_distill_writes_the_teachers_outputs_and_resumes(models, tmp_path):
     assert (out / "target.txt").read_text(encoding="utf-8").splitlines() == ["kept"] * 3
 
 
-
 def test_distill_synthetic_sources_are_the_corrupted_wikipedia_lines(models, tmp_path):
     """training/distill.py --synthetic N --skip K: the sources are pairs K..K+N of the chosen shard's
     synthetic stream (``editspec.synthetic``, W&I train's rates), the targets the teacher's outputs."""
@@ -293,6 +292,7 @@ def test_right_edits_keeps_only_the_teachers_edits_the_clean_sentence_has():
     assert right_edits(source, clean, clean) == clean  # a perfect teacher keeps everything
     assert right_edits(source, source, clean) == source  # a teacher that changes nothing
     assert right_edits(source, teacher, source) == source  # a clean source: every edit is wrong
+
 
 def test_identity_model_reproduces_every_line(identity):
     assert identity.mode == "edit5"

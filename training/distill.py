@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
             pairs.append(stored)
             bar.update(len(chunk))
     targets = [t for part in pairs for t in part["target"]]
-    if args.right_edits and args.synthetic:
+    if args.right_edits:  # checked above: only with --synthetic
         targets = [right_edits(g["source"], t, g["target"]) for g, t in zip(gold, targets)]
     for name, lines in (("source", sources), ("target", targets)):
         with atomic_output(str(args.out / f"{name}.txt")) as f:
