@@ -58,7 +58,7 @@ from typing import Sequence
 import torch
 from torch import nn
 from torch.nn import functional as F
-from transformers import PreTrainedConfig, PreTrainedTokenizerBase, T5Config
+from transformers import AutoConfig, AutoModel, PreTrainedConfig, PreTrainedTokenizerBase, T5Config
 from transformers import initialization as init
 from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 from transformers.masking_utils import create_bidirectional_mask
@@ -542,3 +542,9 @@ def _copy_stack(source: T5Stack, target: T5Stack) -> None:
         and not (k.startswith("block.") and int(k.split(".")[1]) >= keep)
     }
     target.load_state_dict(state, strict=True)
+
+
+# The Auto classes know "edit5" once this module is imported: AutoTokenizer reads config.json too
+# and would otherwise warn about an unknown model type on every EdiT5 directory.
+AutoConfig.register("edit5", EdiT5Config, exist_ok=True)
+AutoModel.register(EdiT5Config, EdiT5Model, exist_ok=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
+from transformers import AutoModel
 
 from editspec.edits import DELETE, KEEP, Edits, realize
 from editspec.features import (
@@ -231,6 +232,7 @@ def test_save_load_round_trip(tokenizer, trained, tmp_path):
         assert torch.equal(a[key], b[key]), key
     assert loaded.generate_edits(batch["input_ids"], batch["attention_mask"]) == \
         model.generate_edits(batch["input_ids"], batch["attention_mask"])
+    assert type(AutoModel.from_pretrained(tmp_path)) is EdiT5Model  # registered with the Auto classes
 
 
 def test_greedy_inference_matches_teacher_forced_pass(tokenizer, trained):

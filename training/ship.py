@@ -24,7 +24,7 @@ def main() -> None:
     p.add_argument("src", type=Path)
     p.add_argument("dest", type=Path)
     args = p.parse_args()
-    model_type = checkpoint_type(args.src)  # "t5" or "edit5"; AutoConfig does not know edit5
+    model_type = checkpoint_type(args.src)  # "t5" or "edit5", a one-line error for anything else
     cls = T5ForConditionalGeneration if model_type == "t5" else EdiT5Model
     model = cls.from_pretrained(args.src, dtype=torch.float32).to(torch.bfloat16)
     tmp = args.dest.with_name(args.dest.name + ".tmp")
