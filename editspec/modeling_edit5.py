@@ -43,6 +43,21 @@ its predecessor through query·key. Measured (d_model 128, 2 layers, from scratc
 lr 2e-3, 1024-token batches; dev pointer loss on 300 W&I dev sentences at steps 100/300/400):
 no bias 2.42/2.13/2.09, bias 2.26/1.50/1.26, bias stored /10 (below) 1.26/0.22/0.21.
 
+Pointed markers (``marker_ids`` set; ours, not the paper's). With markers as vocabulary outputs,
+the decoder must turn "this goes after that token" into the vocabulary row of that token's number,
+a mapping it learns slowly: the EdiT5 shipped with them, teacher-forced on W&I dev's gold edits
+(gold tags, order and insertion prefix fed), put 21% of the markers of replacements exactly
+where the deleted token was (16% of other insertions' markers; ``eval/marker_accuracy.py``).
+Pointed, a marker's logit is the decoder state's match with the kept token it inserts after, as
+the pointer network matches successors::
+
+    logit(<marker p>) = Linear_q(hidden) · Linear_k(states[token at new position p]) / √d
+                        (p = 0, "at the start": EOS's state, where the pointer walk starts too)
+
+and a marker fed back to the decoder brings that token's state with it, so the span that follows
+knows where it goes. Markers past the last kept token get no logit (they would insert at the end,
+like marker n).
+
 Losses are teacher-forced (gold tags feed the tag embedding and the pointer mask, gold order
 feeds the position embeddings). ``loss_weighting="tokens"`` (the default, best in the paper)
 weights each loss by its number of target tokens (tags, pointers, insertions), i.e. every
@@ -82,6 +97,9 @@ class EdiT5Config(PreTrainedConfig):
     keep_bias, order_bias: inference confidence biases added to the KEEP logit and to the
         pointer logit of the source-order successor (precision over recall, as GECToR's).
     pointer_offset_bias: add a learned scalar per relative offset bucket to the pointer logits.
+    marker_ids: the position markers' token ids (``editspec.tokens.marker_ids``), to point
+        markers at kept tokens (see "Pointed markers" above); None: markers are plain
+        vocabulary outputs, as in the paper.
     tie_word_embeddings: lm head = input embedding, decoder output scaled by d_model**-0.5
         (T5 1.0); False: a separate lm head, no scaling (T5 1.1).
     """
@@ -116,6 +134,7 @@ class EdiT5Config(PreTrainedConfig):
     keep_bias: float = 0.0
     order_bias: float = 0.0
     pointer_offset_bias: bool = True
+    marker_ids: list[int] | None = None
     pad_token_id: int | None = 0
     eos_token_id: int | None = 1
     decoder_start_token_id: int | None = 0
@@ -252,6 +271,10 @@ class EdiT5Model(T5PreTrainedModel):
         self.order_norm = T5LayerNorm(d, eps=config.layer_norm_epsilon)
         self.decoder = _stack(config.t5_config(decoder=True))
         self.lm_head = nn.Linear(d, config.vocab_size, bias=False)
+        if config.marker_ids:  # pointed markers
+            self.marker_query = nn.Linear(d, d)
+            self.marker_key = nn.Linear(d, d)
+            self._marker_lookup = None  # (marker ids, token id -> p or -1), built on first use
         self._layer_config = layer_config
         self.post_init()
 
@@ -274,7 +297,10 @@ class EdiT5Model(T5PreTrainedModel):
             init.normal_(module.order_embedding.weight, std=factor * 1.0)
             if module.pointer_offset is not None:
                 init.zeros_(module.pointer_offset.weight)  # no prior: learned from the data
-            for linear in (module.tag_classifier, module.tag_projection, module.pointer_query, module.pointer_key):
+            linears = [module.tag_classifier, module.tag_projection, module.pointer_query, module.pointer_key]
+            if self.config.marker_ids:
+                linears += [module.marker_query, module.marker_key]
+            for linear in linears:
                 init.normal_(linear.weight, std=factor * linear.in_features**-0.5)
                 init.zeros_(linear.bias)
 
@@ -322,10 +348,63 @@ class EdiT5Model(T5PreTrainedModel):
         x = s + self.order_embedding(order_positions) * placed
         return self.order_norm(self.order_layer(x, attention_mask=mask)[0])
 
-    def _lm_logits(self, hidden):
-        if self.config.tie_word_embeddings:  # T5 1.0 rescales before the tied output embedding
-            hidden = hidden * self.config.d_model**-0.5
-        return self.lm_head(hidden)
+    def _marker_states(self, states, order_positions):
+        """Per marker p: the state of the token it inserts after (B, M, d), that state's key
+        (B, M, d) and whether p can occur (B, M); M = min(markers, input length). None without
+        pointed markers."""
+        if not self.config.marker_ids:
+            return None
+        batch, length, d = states.shape
+        count = min(len(self.config.marker_ids), length)
+        is_eos = order_positions == order_positions.max(1, keepdim=True).values  # EOS: n + 1, unique
+        target = order_positions.masked_fill(is_eos, 0)  # marker 0 (the start) -> EOS
+        placed = (order_positions > 0) & (target < count)
+        rows, cols = placed.nonzero(as_tuple=True)
+        index = torch.zeros(batch, count, dtype=torch.long, device=states.device)
+        valid = torch.zeros(batch, count, dtype=torch.bool, device=states.device)
+        index[rows, target[rows, cols]] = cols
+        valid[rows, target[rows, cols]] = True
+        marker_states = states.gather(1, index[..., None].expand(batch, count, d))
+        return marker_states, self.marker_key(marker_states), valid
+
+    def _marker_tables(self, device):
+        """(marker token ids (M,), token id -> marker number or -1 (vocab,)); not buffers, which
+        loading from a checkpoint would leave uninitialised."""
+        if self._marker_lookup is None or self._marker_lookup[0].device != device:
+            ids = torch.tensor(self.config.marker_ids, device=device)
+            index = torch.full((self.config.vocab_size,), -1, dtype=torch.long, device=device)
+            index[ids] = torch.arange(len(ids), device=device)
+            self._marker_lookup = (ids, index)
+        return self._marker_lookup
+
+    def _insertion_embeds(self, ids, markers):
+        """Decoder inputs: token embeddings, plus for a pointed marker its kept token's state."""
+        embeds = self.shared(ids)
+        if markers is None:
+            return embeds
+        marker_states, _, valid = markers
+        p = self._marker_tables(ids.device)[1][ids]
+        p = p.masked_fill(p >= valid.shape[1], -1)  # teacher forcing only: decoding never emits one
+        pointed = marker_states.gather(1, p.clamp(min=0)[..., None].expand(*p.shape, embeds.shape[-1]))
+        return embeds + pointed * (p >= 0).unsqueeze(-1).to(embeds.dtype)
+
+    def _lm_logits(self, hidden, markers=None):
+        """Insertion logits (B, [T,] vocab); pointed markers' logits replaced (see above)."""
+        # T5 1.0 rescales before the tied output embedding
+        logits = self.lm_head(hidden * self.config.d_model**-0.5 if self.config.tie_word_embeddings else hidden)
+        if markers is None:
+            return logits
+        _, keys, valid = markers
+        one_step = hidden.dim() == 2
+        query = self.marker_query(hidden[:, None] if one_step else hidden)  # (B, T, d)
+        scores = query @ keys.transpose(-1, -2) / self.config.d_model**0.5  # (B, T, M)
+        floor = torch.finfo(logits.dtype).min
+        scores = scores.masked_fill(~valid[:, None], floor).to(logits.dtype)
+        marker_ids = self._marker_tables(logits.device)[0]
+        logits = logits.clone()
+        logits[..., marker_ids] = floor
+        logits[..., marker_ids[: valid.shape[1]]] = scores[:, 0] if one_step else scores
+        return logits
 
     def _shift_right(self, labels):
         shifted = labels.new_full(labels.shape, self.config.pad_token_id)
@@ -363,11 +442,12 @@ class EdiT5Model(T5PreTrainedModel):
         s = self._tagged_states(h, tags.clamp(min=0))  # padding (IGNORE) embeds as DELETE
         pointer_logits = self._pointer_logits(s, mask, kept, input_ids == self.config.eos_token_id)
         states = self._decoder_states(s, order_positions, mask)
+        markers = self._marker_states(states, order_positions)
         hidden = self.decoder(
-            inputs_embeds=self.shared(decoder_input_ids), encoder_hidden_states=states,
+            inputs_embeds=self._insertion_embeds(decoder_input_ids, markers), encoder_hidden_states=states,
             encoder_attention_mask=attention_mask,
         ).last_hidden_state
-        insertion_logits = self._lm_logits(hidden)
+        insertion_logits = self._lm_logits(hidden, markers)
 
         parts = {
             "tag": (tags, tag_logits, self.config.tag_loss_weight),
@@ -437,7 +517,8 @@ class EdiT5Model(T5PreTrainedModel):
             order_positions[b, row] = torch.arange(1, len(row) + 1, device=input_ids.device)
             order_positions[b, eos_position[b]] = len(row) + 1
         states = self._decoder_states(s, order_positions, mask)
-        insertions = self._greedy_insertions(states, attention_mask, max_insertion_tokens)
+        markers = self._marker_states(states, order_positions)
+        insertions = self._greedy_insertions(states, attention_mask, max_insertion_tokens, markers)
 
         tags = kept.long().tolist()
         return [
@@ -445,7 +526,7 @@ class EdiT5Model(T5PreTrainedModel):
             for b, n in enumerate(eos_position.tolist())
         ]
 
-    def _greedy_insertions(self, states, attention_mask, max_tokens: int) -> list[list[int]]:
+    def _greedy_insertions(self, states, attention_mask, max_tokens: int, markers=None) -> list[list[int]]:
         """Greedy decoding with a KV cache, calling the decoder's T5Blocks directly: per step,
         T5Stack.forward rebuilds both masks and runs output-capturing wrappers, which costs as
         much as the one layer's compute. Equal to the teacher-forced T5Stack pass (tested)."""
@@ -461,7 +542,7 @@ class EdiT5Model(T5PreTrainedModel):
         out = []
         for _ in range(max_tokens):
             # one query over all cached keys needs no causal mask; block 0 adds the relative bias
-            hidden, self_bias = self.shared(token), None
+            hidden, self_bias = self._insertion_embeds(token, markers), None
             for block in self.decoder.block:
                 hidden, self_bias, _ = block(
                     hidden, position_bias=self_bias, encoder_hidden_states=states,
@@ -469,7 +550,7 @@ class EdiT5Model(T5PreTrainedModel):
                     past_key_values=cache,
                 )
             hidden = self.decoder.final_layer_norm(hidden[:, -1])
-            token = self._lm_logits(hidden).argmax(-1).masked_fill(done, pad_id)
+            token = self._lm_logits(hidden, markers).argmax(-1).masked_fill(done, pad_id)
             out.append(token)
             done = done | (token == eos)
             if bool(done.all()):

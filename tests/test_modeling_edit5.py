@@ -166,9 +166,10 @@ def test_decode_order_is_a_valid_greedy_permutation(seed):
 
 # -- the model --
 
-@pytest.fixture(scope="module")
-def trained(tokenizer):
-    """A tiny EdiT5 overfitted to 20 corrupted sentences (deletions, insertions, a swap, replacements)."""
+@pytest.fixture(scope="module", params=[False, True], ids=["vocab-markers", "pointed-markers"])
+def trained(tokenizer, request):
+    """A tiny EdiT5 overfitted to 20 corrupted sentences (deletions, insertions, a swap, replacements),
+    with markers as vocabulary outputs (the paper's) or pointed at kept tokens (``marker_ids``)."""
     torch.manual_seed(0)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny matrices: a second thread costs more than it gives
@@ -176,7 +177,7 @@ def trained(tokenizer):
     feats = edit5_features_batch(tokenizer, [s for s, _ in data], [t for _, t in data], max_length=48)
     assert all(feats) and any(edits_from_features(f).reordered for f in feats)
     batch = collate_edit5(feats, tokenizer.pad_token_id)
-    model = tiny_model(tokenizer)
+    model = tiny_model(tokenizer, marker_ids=marker_ids(tokenizer) if request.param else None)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
     targets = [e.ids for e in encode(tokenizer, [t for _, t in data])]
     sources = [e.ids for e in encode(tokenizer, [s for s, _ in data])]
@@ -369,3 +370,20 @@ def test_tag_auc_reads_the_delete_margin(tokenizer):
     assert len(margins) == sum(len(f["tags"]) for f in features)
     assert int(deleted.sum()) == sum(t == DELETE for f in features for t in f["tags"]) > 0
     assert torch.allclose(margins, torch.full_like(margins, 1.5))
+
+
+def test_marker_accuracy_of_an_overfitted_model(tokenizer, trained):
+    """eval/marker_accuracy.py: every gold marker of the training pairs counted once, and the
+    overfitted model (either marker kind) puts all of them in place."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
+    from marker_accuracy import marker_offsets
+
+    model, data, _, _ = trained
+    sources, targets = [s for s, _ in data], [t for _, t in data]
+    replace, other, right, words = marker_offsets(model, tokenizer, sources, targets, batch_size=6)
+    markers = set(marker_ids(tokenizer))
+    features = [f for f in edit5_features_batch(tokenizer, sources, targets, 128) if f]
+    gold = [t for f in features for t in f["insertion_labels"]]
+    assert sum(replace.values()) + sum(other.values()) == sum(t in markers for t in gold)
+    assert replace[0] == sum(replace.values()) > 0 and other[0] == sum(other.values()) > 0
+    assert words == sum(t not in markers for t in gold) and right == words

@@ -10,7 +10,8 @@
 
 A recipe has three sections (see configs/ for complete ones; ``--set train.lr=3e-4`` overrides):
 
-    model:  type (t5 | edit5), tokenizer, config (T5Config / EdiT5Config fields), init_from
+    model:  type (t5 | edit5), tokenizer, config (T5Config / EdiT5Config fields), init_from,
+            point_markers (EdiT5: markers point at kept tokens, editspec.modeling_edit5)
     data:   sources (weighted mixture: m2 | parallel | synthetic), dev (an M2 file), max_length,
             batch_tokens or batch_size, pool_size
     train:  max_steps, lr, schedule, warmup_steps, grad_accum, mixed_precision, save_every,
@@ -60,7 +61,8 @@ sys.path.insert(0, str(HERE))  # data_mixture, when run as a script
 from data_mixture import Batching, MapSource, Mixture, Position, ShardedStream  # noqa: E402
 
 DEFAULTS: dict[str, Any] = {
-    "model": {"type": "t5", "tokenizer": "editspec/models/default/tokenizer", "init_from": None, "config": {}},
+    "model": {"type": "t5", "tokenizer": "editspec/models/default/tokenizer", "init_from": None, "config": {},
+              "point_markers": False},
     "data": {
         "sources": [], "dev": None, "max_length": 128, "batch_tokens": 4096, "batch_size": None,
         "max_batch_size": 512, "pool_size": 4096, "workers": 0,
@@ -151,6 +153,13 @@ class ModelKind:
         return len(ex["input_ids"]), len(ex[self.target_key])
 
     def build(self, model_cfg: dict, tok) -> torch.nn.Module:
+        extra = {}  # EdiT5: pointed markers (new heads when the checkpoint has none)
+        if model_cfg.get("point_markers"):
+            if self.name != "edit5":
+                raise SystemExit("model.point_markers is an EdiT5 option")
+            from editspec.tokens import marker_ids
+
+            extra["marker_ids"] = marker_ids(tok)
         if model_cfg.get("init_from"):
             path = resolve(model_cfg["init_from"])
             source_type = json.loads((path / "config.json").read_text()).get("model_type")
@@ -159,14 +168,14 @@ class ModelKind:
                         if k in ("num_decoder_layers", "max_order_positions", "tag_embedding_dim",
                                  "loss_weighting", "dropout_rate", "tag_loss_weight",
                                  "pointer_loss_weight", "insertion_loss_weight")}
-                return self.model_cls.from_t5(str(path), **keep)
+                return self.model_cls.from_t5(str(path), **keep, **extra)
             # fp32 master weights even from a bf16 checkpoint (the shipped ones); the recipe's
             # dropout applies too (a fine-tune regularises a model pre-trained without it), the
             # architecture comes from the checkpoint
             recipe = model_cfg.get("config") or {}
             regularise = {"dropout_rate": recipe["dropout_rate"]} if "dropout_rate" in recipe else {}
-            return self.model_cls.from_pretrained(str(path), dtype=torch.float32, **regularise)
-        fields = dict(model_cfg.get("config") or {})
+            return self.model_cls.from_pretrained(str(path), dtype=torch.float32, **regularise, **extra)
+        fields = dict(model_cfg.get("config") or {}, **extra)
         fields.update(vocab_size=len(tok), pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
         if self.name == "t5":
             fields.setdefault("decoder_start_token_id", tok.pad_token_id)
