@@ -219,7 +219,7 @@ def test_edit5_starts_from_a_t5_directory_and_learns(tmp_path, data_dir, tokeniz
     from transformers import T5Config, T5ForConditionalGeneration
 
     from editspec.modeling_edit5 import EdiT5Model
-    from editspec.tokens import load_tokenizer
+    from editspec.tokens import load_tokenizer, marker_ids
 
     tok = load_tokenizer(tokenizer_dir)
     t5 = T5ForConditionalGeneration(T5Config(vocab_size=len(tok), d_model=48, d_kv=12, d_ff=96, num_layers=2,
@@ -228,12 +228,14 @@ def test_edit5_starts_from_a_t5_directory_and_learns(tmp_path, data_dir, tokeniz
     tok.save_pretrained(tmp_path / "t5")
     out = tmp_path / "edit5"
     run(out, data_dir, tokenizer_dir, "--init-from", str(tmp_path / "t5"), "--max-steps", "20",
-        "--set", "model.type=edit5", "--set", "model.config={num_decoder_layers: 1}", "--set", "train.eval_every=20")
+        "--set", "model.type=edit5", "--set", "model.config={num_decoder_layers: 1}", "--set", "train.eval_every=20",
+        "--set", "model.point_markers=true")
     entries = [e for e in log(out) if "loss" in e]
     assert {"tag_loss", "pointer_loss", "insertion_loss"} <= entries[0].keys()
     assert entries[-1]["loss"] < entries[0]["loss"] - 0.3, [e["loss"] for e in entries]
     model = EdiT5Model.from_pretrained(out / "best")
     assert model.config.d_model == 48 and model.config.num_decoder_layers == 1
+    assert model.config.marker_ids == marker_ids(tok)  # the recipe's pointed markers, saved with it
     dev = [e for e in log(out) if "dev_tag_loss" in e]
     assert dev and 0.0 <= dev[-1]["dev_tag_auc"] <= 1.0
 
