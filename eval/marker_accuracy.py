@@ -13,13 +13,11 @@ next-token accuracy.
 
 from __future__ import annotations
 
-import argparse
 from collections import Counter
-from pathlib import Path
 
 import torch
+from tag_auc import dev_sample_command
 
-from editspec.corpora import evenly_spaced, read_m2
 from editspec.edits import DELETE
 from editspec.features import IGNORE, collate_edit5, edit5_features_batch
 from editspec.modeling_edit5 import EdiT5Model
@@ -65,20 +63,10 @@ def describe(offsets: Counter) -> str:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("models", type=Path, nargs="+", help="EdiT5 checkpoint directories")
-    p.add_argument("--m2", required=True)
-    p.add_argument("--limit", type=int, default=1000, help="evenly spaced sentences (training's dev sample)")
-    p.add_argument("--threads", type=int, default=2)
-    args = p.parse_args()
-    torch.set_num_threads(args.threads)
-
-    pairs = read_m2(args.m2)
-    pairs = pairs.select(evenly_spaced(len(pairs), args.limit))
-    for path in args.models:
+    models, sources, targets = dev_sample_command(__doc__.splitlines()[0])
+    for path in models:
         model = EdiT5Model.from_pretrained(path, dtype=torch.float32).eval()
-        replace, other, right, words = marker_offsets(
-            model, load_tokenizer(path), list(pairs["source"]), list(pairs["target"]))
+        replace, other, right, words = marker_offsets(model, load_tokenizer(path), sources, targets)
         print(f"{path}: markers of replacements {describe(replace)}; of other insertions {describe(other)}; "
               f"other inserted tokens {right / max(words, 1):.1%} right ({words})")
 

@@ -38,20 +38,26 @@ def delete_margins(model: EdiT5Model, tok, sources: list[str], targets: list[str
     return torch.cat(margins), torch.cat(deleted)
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def dev_sample_command(description: str) -> tuple[list[Path], list[str], list[str]]:
+    """The command line of the teacher-forced EdiT5 probes (this one, ``marker_accuracy.py``):
+    (model directories, sources, targets) of ``--limit`` evenly spaced pairs of ``--m2``."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("models", type=Path, nargs="+", help="EdiT5 checkpoint directories")
     p.add_argument("--m2", required=True)
     p.add_argument("--limit", type=int, default=1000, help="evenly spaced sentences (training's dev sample)")
     p.add_argument("--threads", type=int, default=2)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-
     pairs = read_m2(args.m2)
     pairs = pairs.select(evenly_spaced(len(pairs), args.limit))
-    for path in args.models:
+    return args.models, list(pairs["source"]), list(pairs["target"])
+
+
+def main() -> None:
+    models, sources, targets = dev_sample_command(__doc__.splitlines()[0])
+    for path in models:
         model = EdiT5Model.from_pretrained(path).eval()
-        margins, deleted = delete_margins(model, load_tokenizer(path), list(pairs["source"]), list(pairs["target"]))
+        margins, deleted = delete_margins(model, load_tokenizer(path), sources, targets)
         order = margins.argsort(descending=True)
         top = {q: deleted[order[: max(1, round(q * len(order)))]].float().mean().item() for q in (0.01, 0.05)}
         print(f"{path}: tag AUC {detection_auc(margins, deleted):.3f}  deletions in top 1% {top[0.01]:.1%}, "
