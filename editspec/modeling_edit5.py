@@ -389,21 +389,17 @@ class EdiT5Model(T5PreTrainedModel):
         return embeds + pointed * (p >= 0).unsqueeze(-1).to(embeds.dtype)
 
     def _lm_logits(self, hidden, markers=None):
-        """Insertion logits (B, [T,] vocab); pointed markers' logits replaced (see above)."""
+        """Insertion logits (B, T, vocab); pointed markers' logits replaced (see above)."""
         # T5 1.0 rescales before the tied output embedding
         logits = self.lm_head(hidden * self.config.d_model**-0.5 if self.config.tie_word_embeddings else hidden)
         if markers is None:
             return logits
         _, keys, valid = markers
-        one_step = hidden.dim() == 2
-        query = self.marker_query(hidden[:, None] if one_step else hidden)  # (B, T, d)
-        scores = query @ keys.transpose(-1, -2) / self.config.d_model**0.5  # (B, T, M)
+        scores = self.marker_query(hidden) @ keys.transpose(-1, -2) / self.config.d_model**0.5  # (B, T, M)
         floor = torch.finfo(logits.dtype).min
-        scores = scores.masked_fill(~valid[:, None], floor).to(logits.dtype)
-        marker_ids = self._marker_tables(logits.device)[0]
-        logits = logits.clone()
-        logits[..., marker_ids] = floor
-        logits[..., marker_ids[: valid.shape[1]]] = scores[:, 0] if one_step else scores
+        marker_ids, count = self._marker_tables(logits.device)[0], valid.shape[1]
+        logits[..., marker_ids[:count]] = scores.masked_fill(~valid[:, None], floor).to(logits.dtype)
+        logits[..., marker_ids[count:]] = floor  # past the input: cannot occur
         return logits
 
     def _shift_right(self, labels):
@@ -549,8 +545,8 @@ class EdiT5Model(T5PreTrainedModel):
                     encoder_attention_mask=cross_mask, encoder_decoder_position_bias=cross_bias,
                     past_key_values=cache,
                 )
-            hidden = self.decoder.final_layer_norm(hidden[:, -1])
-            token = self._lm_logits(hidden, markers).argmax(-1).masked_fill(done, pad_id)
+            hidden = self.decoder.final_layer_norm(hidden[:, -1:])
+            token = self._lm_logits(hidden, markers)[:, 0].argmax(-1).masked_fill(done, pad_id)
             out.append(token)
             done = done | (token == eos)
             if bool(done.all()):
