@@ -56,7 +56,13 @@ the pointer network matches successors::
 
 and a marker fed back to the decoder brings that token's state with it, so the span that follows
 knows where it goes. Markers past the last kept token get no logit (they would insert at the end,
-like marker n).
+like marker n). With ``marker_gap`` the key is the gap's, both of its sides::
+
+    key(p) = Linear_k(states[token at p]) + Linear_g(states[token at p + 1])   (p = n: EOS)
+
+since whether a word is missing depends on what follows as much as on what precedes ("to
+[the] store"). ``Linear_g`` starts at zero, so adding it to a pointed checkpoint changes nothing
+until it is trained.
 
 Losses are teacher-forced (gold tags feed the tag embedding and the pointer mask, gold order
 feeds the position embeddings). ``loss_weighting="tokens"`` (the default, best in the paper)
@@ -100,6 +106,7 @@ class EdiT5Config(PreTrainedConfig):
     marker_ids: the position markers' token ids (``editspec.tokens.marker_ids``), to point
         markers at kept tokens (see "Pointed markers" above); None: markers are plain
         vocabulary outputs, as in the paper.
+    marker_gap: a pointed marker's key also sees the kept token after the gap (see above).
     tie_word_embeddings: lm head = input embedding, decoder output scaled by d_model**-0.5
         (T5 1.0); False: a separate lm head, no scaling (T5 1.1).
     """
@@ -135,6 +142,7 @@ class EdiT5Config(PreTrainedConfig):
     order_bias: float = 0.0
     pointer_offset_bias: bool = True
     marker_ids: list[int] | None = None
+    marker_gap: bool = False
     pad_token_id: int | None = 0
     eos_token_id: int | None = 1
     decoder_start_token_id: int | None = 0
@@ -274,6 +282,7 @@ class EdiT5Model(T5PreTrainedModel):
         if config.marker_ids:  # pointed markers
             self.marker_query = nn.Linear(d, d)
             self.marker_key = nn.Linear(d, d)
+            self.marker_gap_key = nn.Linear(d, d) if config.marker_gap else None
             self._marker_lookup = None  # (marker ids, token id -> p or -1), built on first use
         self._layer_config = layer_config
         self.post_init()
@@ -303,6 +312,9 @@ class EdiT5Model(T5PreTrainedModel):
             for linear in linears:
                 init.normal_(linear.weight, std=factor * linear.in_features**-0.5)
                 init.zeros_(linear.bias)
+            if self.config.marker_ids and self.config.marker_gap:  # zero: added to a pointed
+                init.zeros_(module.marker_gap_key.weight)  # checkpoint, it starts as that model
+                init.zeros_(module.marker_gap_key.bias)
 
     def get_input_embeddings(self) -> nn.Embedding:
         return self.shared
@@ -365,7 +377,14 @@ class EdiT5Model(T5PreTrainedModel):
         index[rows, target[rows, cols]] = cols
         valid[rows, target[rows, cols]] = True
         marker_states = states.gather(1, index[..., None].expand(batch, count, d))
-        return marker_states, self.marker_key(marker_states), valid
+        keys = self.marker_key(marker_states)
+        if self.config.marker_gap:  # the token at new position p + 1 closes gap p (EOS: gap n)
+            gap = order_positions - 1
+            rows, cols = ((order_positions > 0) & (gap < count)).nonzero(as_tuple=True)
+            index = torch.zeros_like(index)
+            index[rows, gap[rows, cols]] = cols
+            keys = keys + self.marker_gap_key(states.gather(1, index[..., None].expand(batch, count, d)))
+        return marker_states, keys, valid
 
     def _marker_tables(self, device):
         """(marker token ids (M,), token id -> marker number or -1 (vocab,)); not buffers, which

@@ -166,10 +166,12 @@ def test_decode_order_is_a_valid_greedy_permutation(seed):
 
 # -- the model --
 
-@pytest.fixture(scope="module", params=[False, True], ids=["vocab-markers", "pointed-markers"])
+@pytest.fixture(scope="module", params=["vocab", "pointed", "gap"],
+                ids=["vocab-markers", "pointed-markers", "gap-markers"])
 def trained(tokenizer, request):
     """A tiny EdiT5 overfitted to 20 corrupted sentences (deletions, insertions, a swap, replacements),
-    with markers as vocabulary outputs (the paper's) or pointed at kept tokens (``marker_ids``)."""
+    with markers as vocabulary outputs (the paper's), pointed at kept tokens (``marker_ids``), or
+    pointed at both sides of the gap (``marker_gap``)."""
     torch.manual_seed(0)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny matrices: a second thread costs more than it gives
@@ -177,7 +179,8 @@ def trained(tokenizer, request):
     feats = edit5_features_batch(tokenizer, [s for s, _ in data], [t for _, t in data], max_length=48)
     assert all(feats) and any(edits_from_features(f).reordered for f in feats)
     batch = collate_edit5(feats, tokenizer.pad_token_id)
-    model = tiny_model(tokenizer, marker_ids=marker_ids(tokenizer) if request.param else None)
+    model = tiny_model(tokenizer, marker_ids=marker_ids(tokenizer) if request.param != "vocab" else None,
+                       marker_gap=request.param == "gap")
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
     targets = [e.ids for e in encode(tokenizer, [t for _, t in data])]
     sources = [e.ids for e in encode(tokenizer, [s for s, _ in data])]
@@ -255,6 +258,22 @@ def test_greedy_inference_matches_teacher_forced_pass(tokenizer, trained):
         assert out.insertion_logits[0].argmax(-1).tolist() == edits.insertions
         walk = decode_order(out.pointer_logits, tags == KEEP, torch.tensor([n]))[0]
         assert walk == edits.order
+
+
+def test_marker_gap_starts_as_the_pointed_checkpoint_and_learns(tokenizer, tmp_path):
+    """Adding gap keys to a pointed checkpoint changes no output until they are trained (they
+    start at zero), and the loss reaches them (a zero key that got no gradient would stay dead)."""
+    torch.manual_seed(0)
+    data = pairs(6)
+    batch = collate_edit5(edit5_features_batch(tokenizer, [s for s, _ in data], [t for _, t in data],
+                                               max_length=48), tokenizer.pad_token_id)
+    tiny_model(tokenizer, marker_ids=marker_ids(tokenizer)).save_pretrained(tmp_path)
+    pointed = EdiT5Model.from_pretrained(tmp_path).eval()
+    gap = EdiT5Model.from_pretrained(tmp_path, marker_gap=True).eval()
+    with torch.no_grad():
+        assert torch.equal(pointed(**batch).insertion_logits, gap(**batch).insertion_logits)
+    gap(**batch).loss.backward()
+    assert gap.marker_gap_key.weight.grad.abs().sum() > 0
 
 
 def test_loss_weighting(tokenizer):

@@ -11,7 +11,8 @@
 A recipe has three sections (see configs/ for complete ones; ``--set train.lr=3e-4`` overrides):
 
     model:  type (t5 | edit5), tokenizer, config (T5Config / EdiT5Config fields), init_from,
-            point_markers (EdiT5: markers point at kept tokens, editspec.modeling_edit5)
+            point_markers (EdiT5: markers point at kept tokens, editspec.modeling_edit5),
+            marker_gap (with point_markers: a marker's key also sees the token after the gap)
     data:   sources (weighted mixture: m2 | parallel | synthetic), dev (an M2 file), max_length,
             batch_tokens or batch_size, pool_size
     train:  max_steps, lr, schedule, warmup_steps, grad_accum, mixed_precision, save_every,
@@ -62,7 +63,7 @@ from data_mixture import Batching, MapSource, Mixture, Position, ShardedStream  
 
 DEFAULTS: dict[str, Any] = {
     "model": {"type": "t5", "tokenizer": "editspec/models/default/tokenizer", "init_from": None, "config": {},
-              "point_markers": False},
+              "point_markers": False, "marker_gap": False},
     "data": {
         "sources": [], "dev": None, "max_length": 128, "batch_tokens": 4096, "batch_size": None,
         "max_batch_size": 512, "pool_size": 4096, "workers": 0,
@@ -160,6 +161,10 @@ class ModelKind:
             from editspec.tokens import marker_ids
 
             extra["marker_ids"] = marker_ids(tok)
+            if model_cfg.get("marker_gap"):  # unset: a checkpoint keeps its own
+                extra["marker_gap"] = True
+        elif model_cfg.get("marker_gap"):
+            raise SystemExit("model.marker_gap needs model.point_markers")
         if model_cfg.get("init_from"):
             path = resolve(model_cfg["init_from"])
             source_type = json.loads((path / "config.json").read_text()).get("model_type")
