@@ -67,7 +67,7 @@ NEEDS = {"t5": ("t5",), "edit5": ("edit5",), "speculative": ("t5", "edit5"),
 SPECULATIVE = ("speculative", "speculative-copy", "speculative-small", "speculative-perfect")
 BATCH_ONE = ("hf-assisted", "hf-prompt-lookup")  # transformers: assisted generation, batch 1 only
 
-# Real sizes (T5 1.0 small/base; EdiT5 = T5's encoder + a one-layer insertion decoder).
+# Real sizes (T5 1.0 small/base; EdiT5 = T5's encoder + a one-layer insertion decoder, pointed markers).
 ARCHITECTURES = {
     "t5-small": ("t5", dict(d_model=512, d_kv=64, d_ff=2048, num_heads=8, num_layers=6, num_decoder_layers=6)),
     "t5-base": ("t5", dict(d_model=768, d_kv=64, d_ff=3072, num_heads=12, num_layers=12, num_decoder_layers=12)),
@@ -653,7 +653,9 @@ def random_architecture(name: str, tokenizer, device, dtype=None, sizes: dict | 
     if kind == "t5":
         model = T5ForConditionalGeneration(T5Config(**common, **size))
     else:
-        model = EdiT5Model(EdiT5Config(**common, **size))
+        from editspec.tokens import marker_ids
+
+        model = EdiT5Model(EdiT5Config(**common, marker_ids=marker_ids(tokenizer), **size))  # as shipped
     model = model.to(device=device, dtype=dtype) if dtype is not None else model.to(device)
     return kind, model.eval()
 
