@@ -368,22 +368,18 @@ class EdiT5Model(T5PreTrainedModel):
             return None
         batch, length, d = states.shape
         count = min(len(self.config.marker_ids), length)
-        is_eos = order_positions == order_positions.max(1, keepdim=True).values  # EOS: n + 1, unique
-        target = order_positions.masked_fill(is_eos, 0)  # marker 0 (the start) -> EOS
-        placed = (order_positions > 0) & (target < count)
-        rows, cols = placed.nonzero(as_tuple=True)
-        index = torch.zeros(batch, count, dtype=torch.long, device=states.device)
-        valid = torch.zeros(batch, count, dtype=torch.bool, device=states.device)
-        index[rows, target[rows, cols]] = cols
-        valid[rows, target[rows, cols]] = True
-        marker_states = states.gather(1, index[..., None].expand(batch, count, d))
+        last = order_positions.max(1, keepdim=True).values  # EOS: n + 1, unique
+        # the token at each new position q = 0..count; q = 0 (marker 0, the start) is EOS too
+        rows, cols = ((order_positions > 0) & (order_positions <= count)).nonzero(as_tuple=True)
+        at = torch.zeros(batch, count + 1, dtype=torch.long, device=states.device)
+        at[rows, order_positions[rows, cols]] = cols
+        at[:, 0] = (order_positions == last).long().argmax(1)
+        gather = lambda index: states.gather(1, index[..., None].expand(batch, count, d))
+        marker_states = gather(at[:, :count])
         keys = self.marker_key(marker_states)
         if self.config.marker_gap:  # the token at new position p + 1 closes gap p (EOS: gap n)
-            gap = order_positions - 1
-            rows, cols = ((order_positions > 0) & (gap < count)).nonzero(as_tuple=True)
-            index = torch.zeros_like(index)
-            index[rows, gap[rows, cols]] = cols
-            keys = keys + self.marker_gap_key(states.gather(1, index[..., None].expand(batch, count, d)))
+            keys = keys + self.marker_gap_key(gather(at[:, 1:]))
+        valid = torch.arange(count, device=states.device) < last  # p <= n
         return marker_states, keys, valid
 
     def _marker_tables(self, device):
