@@ -102,6 +102,8 @@ class EdiT5Config(PreTrainedConfig):
     loss_weighting: ``"tokens"`` or ``"mean"`` (see the module docstring).
     keep_bias, order_bias: inference confidence biases added to the KEEP logit and to the
         pointer logit of the source-order successor (precision over recall, as GECToR's).
+    stop_bias: inference bias added to the insertion decoder's EOS logit: positive ends the
+        insertions sooner (fewer, surer), negative lets more through (recall).
     pointer_offset_bias: add a learned scalar per relative offset bucket to the pointer logits.
     marker_ids: the position markers' token ids (``editspec.tokens.marker_ids``), to point
         markers at kept tokens (see "Pointed markers" above); None: markers are plain
@@ -140,6 +142,7 @@ class EdiT5Config(PreTrainedConfig):
     loss_weighting: str = "tokens"
     keep_bias: float = 0.0
     order_bias: float = 0.0
+    stop_bias: float = 0.0
     pointer_offset_bias: bool = True
     marker_ids: list[int] | None = None
     marker_gap: bool = False
@@ -489,11 +492,13 @@ class EdiT5Model(T5PreTrainedModel):
     def generate_edits(
         self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None,
         max_insertion_tokens: int = 64, keep_bias: float | None = None, order_bias: float | None = None,
+        stop_bias: float | None = None,
     ) -> list[Edits]:
         """Batched greedy tags, then order, then insertions (with a KV cache).
 
         ``keep_bias`` (added to the KEEP logit) and ``order_bias`` (added to the pointer logit of
-        the source-order successor) are confidence biases for precision; default: the config's.
+        the source-order successor) are confidence biases for precision, ``stop_bias`` (added to
+        the insertion decoder's EOS logit) its counterpart for insertions; default: the config's.
 
         Input rows are ``ids + [EOS]``, right-padded. Returned edits index each row's tokens
         without EOS; ``insertions`` end with EOS unless ``max_insertion_tokens`` ran out.
@@ -517,6 +522,7 @@ class EdiT5Model(T5PreTrainedModel):
         h, mask = self._encode(input_ids, attention_mask)
         keep_bias = self.config.keep_bias if keep_bias is None else keep_bias
         order_bias = self.config.order_bias if order_bias is None else order_bias
+        stop_bias = self.config.stop_bias if stop_bias is None else stop_bias
         tag_logits = self._tag_logits(h, mask)
         keep_margin = tag_logits[..., KEEP] - tag_logits[..., 1 - KEEP] + keep_bias
         kept = ((keep_margin > 0) & valid) | is_eos
@@ -529,7 +535,7 @@ class EdiT5Model(T5PreTrainedModel):
             order_positions[b, eos_position[b]] = len(row) + 1
         states = self._decoder_states(s, order_positions, mask)
         markers = self._marker_states(states, order_positions)
-        insertions = self._greedy_insertions(states, attention_mask, max_insertion_tokens, markers)
+        insertions = self._greedy_insertions(states, attention_mask, max_insertion_tokens, markers, stop_bias)
 
         tags = kept.long().tolist()
         return [
@@ -537,7 +543,8 @@ class EdiT5Model(T5PreTrainedModel):
             for b, n in enumerate(eos_position.tolist())
         ]
 
-    def _greedy_insertions(self, states, attention_mask, max_tokens: int, markers=None) -> list[list[int]]:
+    def _greedy_insertions(self, states, attention_mask, max_tokens: int, markers=None,
+                           stop_bias: float = 0.0) -> list[list[int]]:
         """Greedy decoding with a KV cache, calling the decoder's T5Blocks directly: per step,
         T5Stack.forward rebuilds both masks and runs output-capturing wrappers, which costs as
         much as the one layer's compute. Equal to the teacher-forced T5Stack pass (tested)."""
@@ -561,7 +568,10 @@ class EdiT5Model(T5PreTrainedModel):
                     past_key_values=cache,
                 )
             hidden = self.decoder.final_layer_norm(hidden[:, -1:])
-            token = self._lm_logits(hidden, markers)[:, 0].argmax(-1).masked_fill(done, pad_id)
+            logits = self._lm_logits(hidden, markers)[:, 0]
+            if stop_bias:
+                logits[:, eos] += stop_bias
+            token = logits.argmax(-1).masked_fill(done, pad_id)
             out.append(token)
             done = done | (token == eos)
             if bool(done.all()):

@@ -1,14 +1,17 @@
-"""Pick EdiT5's keep bias (GECToR's "confidence bias") on a dev set, and optionally store it.
+"""Pick EdiT5's keep or stop bias (GECToR's "confidence bias") on a dev set, and optionally store it.
 
     python eval/tune_confidence.py MODEL_DIR --m2 ../shared/data/fce/fce.dev.gold.bea19.m2 \
         --limit 2000 --keep-bias -2 -1 0 1 2 [--write]
+    python eval/tune_confidence.py MODEL_DIR --m2 ... --stop-bias -2 -1 0 1 [--write]
 
 A from-scratch EdiT5 can over-edit (F0.5 weighs precision twice as much as recall: a positive
 bias on the KEEP logit gives fewer, surer edits) or, early in training, keep everything (a
-negative bias lets its few confident deletions through). This script decodes the first
-``--limit`` sentences once per bias, scores them with ERRANT (as ``editspec eval``), prints
-P/R/F0.5 per bias, and with ``--write`` stores the best in MODEL_DIR/config.json (``keep_bias``),
-which ``generate_edits`` uses by default. Tune on a set you do not report (the README's
+negative bias lets its few confident deletions through). The stop bias does the same for
+the insertion decoder: it is added to the EOS logit, so a negative one lets more insertions
+through. This script decodes the first ``--limit`` sentences once per value of the one bias
+given (the other stays as configured), scores them with ERRANT (as ``editspec eval``), prints
+P/R/F0.5 per value, and with ``--write`` stores the best in MODEL_DIR/config.json
+(``keep_bias`` or ``stop_bias``), which ``generate_edits`` uses by default. Tune on a set you do not report (the README's
 numbers: FCE dev for tuning; W&I dev, FCE test, CoNLL-2013 and JFLEG dev reported).
 """
 
@@ -27,21 +30,25 @@ def main() -> None:
     p.add_argument("model", type=Path, help="an EdiT5 checkpoint directory")
     p.add_argument("--m2", required=True)
     p.add_argument("--limit", type=int, default=2000)
-    p.add_argument("--keep-bias", type=float, nargs="+", default=[0.0, 0.5, 1.0, 1.5, 2.0, 3.0])
+    knob = p.add_mutually_exclusive_group()
+    knob.add_argument("--keep-bias", type=float, nargs="+", help="values (default 0 0.5 1 1.5 2 3)")
+    knob.add_argument("--stop-bias", type=float, nargs="+", help="values of the insertion EOS bias")
     p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--write", action="store_true", help="store the best keep_bias in config.json")
+    p.add_argument("--write", action="store_true", help="store the best value in config.json")
     args = p.parse_args()
+    key, values = ("stop_bias", args.stop_bias) if args.stop_bias else \
+        ("keep_bias", args.keep_bias or [0.0, 0.5, 1.0, 1.5, 2.0, 3.0])
 
     corrector = Corrector.from_pretrained(edit5=args.model, mode="edit5", batch_size=args.batch_size)
     evaluator = ErrantEvaluator.from_m2(args.m2, limit=args.limit)
     scores = {}
-    for bias in args.keep_bias:
-        corrector.edit5.config.keep_bias = bias
+    for bias in values:
+        setattr(corrector.edit5.config, key, bias)
         result, _, seconds = evaluate(corrector.correct, evaluator)
         scores[bias] = result.scores()
         p_, r, f = scores[bias]
-        print(f"keep_bias {bias:5.2f}: P {p_:.4f}  R {r:.4f}  F0.5 {f:.4f}  ({seconds:.0f} s)", flush=True)
-    pick_best(scores, "keep_bias", len(evaluator), args.model if args.write else None)
+        print(f"{key} {bias:5.2f}: P {p_:.4f}  R {r:.4f}  F0.5 {f:.4f}  ({seconds:.0f} s)", flush=True)
+    pick_best(scores, key, len(evaluator), args.model if args.write else None)
 
 
 if __name__ == "__main__":

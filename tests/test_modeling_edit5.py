@@ -332,7 +332,8 @@ def test_from_t5_copies_encoder_and_decoder(tokenizer, tmp_path, tied):
 
 
 def test_confidence_biases_force_identity_edits(tokenizer):
-    """A large keep/order bias turns any model into keep-everything-in-order: the knob works."""
+    """A large keep/order bias turns any model into keep-everything-in-order, a large stop bias
+    ends or never ends the insertions: the knobs work."""
     import torch as _torch
 
     from editspec.modeling_edit5 import decode_order
@@ -347,6 +348,12 @@ def test_confidence_biases_force_identity_edits(tokenizer):
     assert edits.tags == [1, 1, 1, 1] and edits.order == [0, 1, 2, 3]
     edits = model.generate_edits(ids, keep_bias=-1e4, max_insertion_tokens=4)[0]
     assert edits.tags == [0, 0, 0, 0] and edits.order == []
+    # the stop bias: EOS first (no insertions) at +1e4, never EOS at -1e4 (runs to the limit)
+    assert model.generate_edits(ids, stop_bias=1e4, max_insertion_tokens=4)[0].insertions == [tokenizer.eos_token_id]
+    endless = model.generate_edits(ids, stop_bias=-1e4, max_insertion_tokens=4)[0].insertions
+    assert len(endless) == 4 and tokenizer.eos_token_id not in endless
+    model.config.stop_bias = 1e4  # the config's value is the default
+    assert model.generate_edits(ids, max_insertion_tokens=4)[0].insertions == [tokenizer.eos_token_id]
 
 
 def test_pointer_offset_bias_scores_relative_offsets(tokenizer):
