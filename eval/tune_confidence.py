@@ -11,8 +11,9 @@ the insertion decoder: it is added to the EOS logit, so a negative one lets more
 through. This script decodes the first ``--limit`` sentences once per value of the one bias
 given (the other stays as configured), scores them with ERRANT (as ``editspec eval``), prints
 P/R/F0.5 per value, and with ``--write`` stores the best in MODEL_DIR/config.json
-(``keep_bias`` or ``stop_bias``), which ``generate_edits`` uses by default. Tune on a set you do not report (the README's
-numbers: FCE dev for tuning; W&I dev, FCE test, CoNLL-2013 and JFLEG dev reported).
+(``keep_bias`` or ``stop_bias``), which ``generate_edits`` uses by default. Tune on a set you do
+not report (the README's numbers: FCE dev for tuning; W&I dev, FCE test, CoNLL-2013 and JFLEG
+dev reported).
 """
 
 from __future__ import annotations
