@@ -349,11 +349,12 @@ def test_confidence_biases_force_identity_edits(tokenizer):
     edits = model.generate_edits(ids, keep_bias=-1e4, max_insertion_tokens=4)[0]
     assert edits.tags == [0, 0, 0, 0] and edits.order == []
     # the stop bias: EOS first (no insertions) at +1e4, never EOS at -1e4 (runs to the limit)
-    assert model.generate_edits(ids, stop_bias=1e4, max_insertion_tokens=4)[0].insertions == [tokenizer.eos_token_id]
+    eos = tokenizer.eos_token_id
+    assert model.generate_edits(ids, stop_bias=1e4, max_insertion_tokens=4)[0].insertions == [eos]
     endless = model.generate_edits(ids, stop_bias=-1e4, max_insertion_tokens=4)[0].insertions
-    assert len(endless) == 4 and tokenizer.eos_token_id not in endless
+    assert len(endless) == 4 and eos not in endless
     model.config.stop_bias = 1e4  # the config's value is the default
-    assert model.generate_edits(ids, max_insertion_tokens=4)[0].insertions == [tokenizer.eos_token_id]
+    assert model.generate_edits(ids, max_insertion_tokens=4)[0].insertions == [eos]
 
 
 def test_pointer_offset_bias_scores_relative_offsets(tokenizer):
