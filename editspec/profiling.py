@@ -643,6 +643,7 @@ def random_architecture(name: str, tokenizer, device, dtype=None, sizes: dict | 
     from transformers import T5Config, T5ForConditionalGeneration
 
     from editspec.modeling_edit5 import EdiT5Config, EdiT5Model
+    from editspec.tokens import marker_ids
 
     kind, size = (sizes or ARCHITECTURES)[name]
     common = dict(vocab_size=max(size.get("vocab_size", VOCAB), len(tokenizer)), dropout_rate=0.0,
@@ -653,8 +654,6 @@ def random_architecture(name: str, tokenizer, device, dtype=None, sizes: dict | 
     if kind == "t5":
         model = T5ForConditionalGeneration(T5Config(**common, **size))
     else:
-        from editspec.tokens import marker_ids
-
         model = EdiT5Model(EdiT5Config(**common, marker_ids=marker_ids(tokenizer), **size))  # as shipped
     model = model.to(device=device, dtype=dtype) if dtype is not None else model.to(device)
     return kind, model.eval()
