@@ -35,6 +35,12 @@ def _add_guard_option(p: argparse.ArgumentParser) -> None:
                    help="keep a sentence as written when the model rewrites more than N words in "
                         "one edit (a lost model repeats or skips phrases); 0: off (default: the "
                         "model's config.json max_edit_words, set by eval/tune_guard.py; else 0)")
+    p.add_argument("--rounds", type=int, default=None, metavar="N",
+                   help="correct the sentences a round changed again, N rounds at most (default: "
+                        "the model's config.json rounds, set by eval/tune_rounds.py; else 1)")
+    p.add_argument("--spelling", action=argparse.BooleanOptionalAction, default=None,
+                   help="respell words no dictionary holds before the model reads the text "
+                        "(default: the model's config.json spelling; else off)")
 
 
 def build_parser() -> argparse.ArgumentParser:

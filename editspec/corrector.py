@@ -10,12 +10,14 @@ What happens to a line::
     line       "  She go to school every days.  I like it."
     segment    (2, 31) "She go to school every days."    (2 spaces before, 2 between:
                (33, 43) "I like it."                       kept verbatim, never modelled)
+    spelling   with ``spelling`` on, words no dictionary holds are respelled (``editspec.spelling``)
     batch      all units of all lines, longest first, ``batch_size`` at a time
     model      edit5        tags, pointers, insertions -> realize_aligned -> render
                t5           greedy ids -> render_ids (aligned to the source)
                speculative  T5 greedy ids, drafted by EdiT5 -> render_ids
     guard      a unit whose output rewrites more than ``max_edit_words`` words in one edit
                ("and a lot , but I think that ..." repeated) goes back to the unit as written
+    rounds     with ``rounds`` > 1, the units a round changed are corrected again
     rejoin     "  She goes to school every day.  I like it."
     edits      word-level diff of line and output: (6, 8) "go" -> "goes", (25, 29) "days" -> "day"
 
@@ -280,7 +282,7 @@ class Corrector:
 
     def __init__(self, mode: str, edit5=None, edit5_tokenizer=None, t5=None, t5_tokenizer=None,
                  batch_size: int = 16, max_length: int | None = None, paths: dict | None = None,
-                 max_edit_words: int = 0):
+                 max_edit_words: int = 0, rounds: int = 1, spelling: bool = False):
         from editspec.tokens import marker_ids
 
         if mode not in MODES:
@@ -289,6 +291,8 @@ class Corrector:
             raise EditspecError("batch size must be at least 1")
         if max_edit_words < 0:
             raise EditspecError("max edit words must be 0 (no guard) or more")
+        if rounds < 1:
+            raise EditspecError("rounds must be 1 or more")
         need = NEEDS[mode]
         have = {"edit5": edit5, "t5": t5}
         missing = [k for k in need if have[k] is None]
@@ -296,7 +300,7 @@ class Corrector:
             raise EditspecError(f"mode {mode} needs {' and '.join(need)} model(s); "
                                 f"missing: {', '.join(missing)}")
         self.mode, self.batch_size, self.paths = mode, batch_size, paths or {}
-        self.max_edit_words = max_edit_words
+        self.max_edit_words, self.rounds, self.spelling = max_edit_words, rounds, spelling
         self.guarded = 0  # units the guard has kept as written, over this corrector's life
         self.edit5, self.edit5_tokenizer = (edit5, edit5_tokenizer) if "edit5" in need else (None, None)
         self.t5, self.t5_tokenizer = (t5, t5_tokenizer) if "t5" in need else (None, None)
@@ -323,7 +327,7 @@ class Corrector:
         cls, model: str | os.PathLike | None = None, mode: str | None = None,
         edit5: str | os.PathLike | None = None, t5: str | os.PathLike | None = None,
         device: str | torch.device | None = None, batch_size: int = 16, max_length: int | None = None,
-        max_edit_words: int | None = None,
+        max_edit_words: int | None = None, rounds: int | None = None, spelling: bool | None = None,
     ) -> "Corrector":
         """Load a bundle (``DIR/edit5``, ``DIR/t5``) or one checkpoint; default: the shipped bundle.
 
@@ -331,7 +335,9 @@ class Corrector:
         ``max_length`` (model input tokens with EOS) overrides the checkpoint's training length.
         ``max_edit_words`` (see ``guard``; 0 turns it off) defaults to the ``max_edit_words`` in
         the config.json of the model whose output is returned (``eval/tune_guard.py --write``
-        puts it there), else 0: a checkpoint of your own gives its raw output.
+        puts it there), else 0: a checkpoint of your own gives its raw output. ``rounds`` (see
+        ``correct_rounds``) and ``spelling`` (``editspec.spelling``) default in the same way to
+        that config's ``rounds`` and ``spelling``, else 1 and off.
         """
         if batch_size < 1:
             raise EditspecError("batch size must be at least 1")
@@ -357,11 +363,15 @@ class Corrector:
                 from editspec.t5 import load_t5
 
                 loaded["t5"], loaded["t5_tokenizer"] = load_t5(t5_path, device=dev)
+        output_config = (loaded["t5"] if "t5" in loaded else loaded["edit5"]).config
         if max_edit_words is None:
-            output_model = loaded["t5"] if "t5" in loaded else loaded["edit5"]
-            max_edit_words = getattr(output_model.config, "max_edit_words", 0)
+            max_edit_words = getattr(output_config, "max_edit_words", 0)
+        if rounds is None:
+            rounds = getattr(output_config, "rounds", 1)
+        if spelling is None:
+            spelling = getattr(output_config, "spelling", False)
         return cls(mode, batch_size=batch_size, max_length=max_length, paths=paths,
-                   max_edit_words=int(max_edit_words), **loaded)
+                   max_edit_words=int(max_edit_words), rounds=int(rounds), spelling=bool(spelling), **loaded)
 
     @property
     def device(self) -> torch.device:
@@ -394,6 +404,39 @@ class Corrector:
     # -- batches --
 
     def correct_units(self, units: Sequence[str], progress: Callable[[int], None] | None = None) -> list[str]:
+        """The units after the last of ``rounds`` rounds (see ``correct_rounds``)."""
+        out = list(units)
+        for out in self.correct_rounds(units, progress):
+            pass
+        return out
+
+    def correct_rounds(self, units: Sequence[str],
+                       progress: Callable[[int], None] | None = None) -> Iterator[list[str]]:
+        """All units after each of the ``rounds`` rounds (after spelling, if on).
+
+        A round corrects again only the units the round before changed (so once none changed,
+        the rest cost nothing): a one-pass model often fixes an error only once the one beside
+        it is fixed. The guard applies in each round (a unit it keeps is that round's input,
+        respelled if ``spelling``: the dictionary does not lose its place). ``progress`` counts
+        the first round, which reads every unit.
+        """
+        if self.spelling:
+            from editspec.spelling import load_speller
+
+            units = [load_speller().respell(u) for u in units]
+        out = list(units)
+        todo = list(range(len(units)))
+        for round_ in range(self.rounds):
+            fixed = self._correct_round([out[i] for i in todo], progress if round_ == 0 else None)
+            out, changed = list(out), []  # a new list: the one yielded before stays as it was
+            for i, text in zip(todo, fixed):
+                if text != out[i]:
+                    out[i] = text
+                    changed.append(i)
+            todo = changed
+            yield out
+
+    def _correct_round(self, units: Sequence[str], progress: Callable[[int], None] | None) -> list[str]:
         from editspec.tokens import encode
 
         encoded = encode(self.tokenizer, units)
@@ -599,7 +642,8 @@ def run_correct(args) -> int:
         corrector = Corrector.from_pretrained(args.model, mode=args.mode, edit5=args.edit5, t5=args.t5,
                                               device=args.device, batch_size=args.batch_size,
                                               max_length=args.max_length,
-                                              max_edit_words=args.max_edit_words)
+                                              max_edit_words=args.max_edit_words, rounds=args.rounds,
+                                              spelling=args.spelling)
         total = os.fstat(stream.fileno()).st_size if args.input != "-" and Path(args.input).is_file() else None
         bar = tqdm(total=total, unit="B", unit_scale=True, desc="correcting", file=sys.stderr,
                    disable=args.no_progress or not sys.stderr.isatty(), dynamic_ncols=True)

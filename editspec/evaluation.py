@@ -421,7 +421,8 @@ def load_corrector(args: Namespace):
 
     return Corrector.from_pretrained(model=args.model, mode=args.mode, edit5=args.edit5,
                                      t5=args.t5, device=args.device, batch_size=args.batch_size,
-                                     max_edit_words=args.max_edit_words)
+                                     max_edit_words=args.max_edit_words, rounds=args.rounds,
+                                     spelling=args.spelling)
 
 
 def run_eval(args: Namespace) -> int:
@@ -459,7 +460,8 @@ def run_eval(args: Namespace) -> int:
         outputs, seconds = correct_all(corrector.correct, sources, max(args.batch_size, 1) * 4,
                                        progress=not args.no_progress, desc=mode)
         if hasattr(corrector, "guarded"):  # how many sentences the guard kept as written
-            guard = {"max_edit_words": corrector.max_edit_words, "guarded": corrector.guarded}
+            guard = {"max_edit_words": corrector.max_edit_words, "guarded": corrector.guarded,
+                     "rounds": corrector.rounds, "spelling": corrector.spelling}
     tokens = [retokenize(t, o, s, args.retokenize) for t, o, s in zip(source_tokens, outputs, sources)]
 
     report: dict = {}

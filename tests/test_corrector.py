@@ -202,6 +202,55 @@ def test_corrector_guards_each_unit(models, monkeypatch, tmp_path, tokenizer):
         Corrector.from_pretrained(tmp_path / "t5", max_edit_words=-1)
 
 
+def test_rounds_correct_again_only_what_the_last_round_changed(models, monkeypatch, tmp_path, tokenizer):
+    """Each round re-reads only the units the round before changed, the guard applies in every
+    round, and the default is the output model's config."""
+    c = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", max_edit_words=2, rounds=4)
+    line = "He go school. I like it. Yes."
+    outputs = {"He go school.": "He goes school.", "He goes school.": "He goes to school.",
+               "He goes to school.": "He goes to school.", "I like it.": "I like it it it it.",
+               "Yes.": "Yes."}
+    seen: list[list[str]] = []
+
+    def correct_batch(encoded):
+        seen.append(sorted(e.text for e in encoded))
+        return [outputs[e.text] for e in encoded]
+
+    monkeypatch.setattr(c, "_correct_batch", correct_batch)
+    rounds = list(c.correct_rounds(["He go school.", "I like it.", "Yes."]))
+    assert [r[0] for r in rounds] == ["He goes school.", "He goes to school."] + ["He goes to school."] * 2
+    assert all(r[1:] == ["I like it.", "Yes."] for r in rounds) and c.guarded == 1  # guarded once
+    assert seen == [["He go school.", "I like it.", "Yes."], ["He goes school."], ["He goes to school."]]
+    assert c.correct([line]) == ["He goes to school. I like it. Yes."]
+    c.rounds = 1
+    assert c.correct([line]) == ["He goes school. I like it. Yes."]
+
+    assert Corrector.from_pretrained(models / "bundle", device="cpu").rounds == 1
+    model = tiny_t5(tokenizer)
+    model.config.rounds = 2  # what eval/tune_rounds.py --write stores
+    save(model, tokenizer, tmp_path / "t5")
+    assert Corrector.from_pretrained(edit5=models / "bundle" / "edit5", t5=tmp_path / "t5").rounds == 2
+    assert Corrector.from_pretrained(tmp_path / "t5", rounds=3).rounds == 3
+    with pytest.raises(EditspecError, match="rounds"):
+        Corrector.from_pretrained(tmp_path / "t5", rounds=0)
+
+
+def test_corrector_respells_before_the_model_and_guards_against_the_respelled_unit(models, monkeypatch):
+    c = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", max_edit_words=1, spelling=True)
+    seen = []
+
+    def correct_batch(encoded):
+        seen.extend(e.text for e in encoded)
+        return [e.text.replace("I has", "I have to have") for e in encoded]  # a 3-word edit: guarded
+
+    monkeypatch.setattr(c, "_correct_batch", correct_batch)
+    assert c.correct(["I has recieved your leter. Thanks!"]) == ["I has received your letter. Thanks!"]
+    assert " ".join(seen) == "I has received your letter. Thanks!" and c.guarded == 1  # units, maybe chunks
+    c.spelling = False
+    assert c.correct(["your leter"]) == ["your leter"]
+    assert Corrector.from_pretrained(models / "bundle", device="cpu").spelling is False
+
+
 def test_tune_guard_applies_the_guard_as_the_corrector_does(models):
     """eval/tune_guard.py decodes once and guards per unit for each limit: the same outputs as a
     Corrector with that limit (a random T5 rewrites freely, so every limit keeps some units)."""
@@ -533,6 +582,7 @@ def test_cli_errors_are_one_line(models, tmp_path, capsysbinary):
         ((SAMPLE, "--model", models / "identity", "--batch-size", "0"), "batch size"),
         ((SAMPLE, "--model", models / "identity", "--device", "nonsense"), "unknown device"),
         ((SAMPLE, "--model", models / "identity", "--max-edit-words", "-1"), "max edit words"),
+        ((SAMPLE, "--model", models / "identity", "--rounds", "0"), "rounds must be"),
     ]
     for args, message in cases:
         rc, out, err = run_cli(capsysbinary, *args)

@@ -1,0 +1,79 @@
+"""Spelling: words no dictionary holds are respelled before the model reads the text.
+
+Our models learn spelling from 62k learner sentences and know few misspellings; symspellpy's
+English frequency dictionary holds 82,765 words and its bigram list 242,342 word pairs. A word
+is respelled like this::
+
+    text        "I recieve your leter becouse of the Tokyo meeting."
+    words       runs of lower-case letters not touching an apostrophe, hyphen or digit:
+                "recieve", "your", "leter", ... (a capitalised word is more often a name)
+    unknown     3 letters or more, and not in the dictionary: "recieve", "leter", "becouse"
+    candidates  the dictionary words at the smallest Damerau-Levenshtein distance, 1, or 2 for a
+                word of 6 letters or more: "leter" -> "later", "letter", "meter", "lever", ...
+    context     the candidate seen most often after the word before plus before the word after
+                (bigram counts; ties by the word's own count): "your letter" wins
+    text        "I receive your letter because of the Tokyo meeting."
+
+Everything else (other characters, spacing, capitalised words) is copied as written. Written
+here rather than with symspellpy's ``lookup_compound``, which re-spaces and lower-cases the whole
+text and drops its punctuation. On FCE dev the shipped T5 scores F0.5 35.49 with this step
+against 25.50 without (README "Spelling"); the 6-letter limit for distance 2 was picked there
+(distance 1 only: 34.4 ... see the README).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+WORD = re.compile(r"(?<![\w'’-])[a-z]+(?![\w'’-])")
+NEIGHBOUR = re.compile(r"\w+")
+
+
+class Speller:
+    def __init__(self, min_letters: int = 3, distance2_letters: int = 6):
+        import symspellpy
+        from symspellpy import SymSpell
+
+        data = Path(symspellpy.__file__).parent
+        self.min_letters, self.distance2_letters = min_letters, distance2_letters
+        self.symspell = SymSpell(max_dictionary_edit_distance=2)
+        self.symspell.load_dictionary(data / "frequency_dictionary_en_82_765.txt", 0, 1)
+        self.symspell.load_bigram_dictionary(data / "frequency_bigramdictionary_en_243_342.txt", 0, 2)
+
+    def respell(self, text: str) -> str:
+        """``text`` with each unknown lower-case word replaced by its best candidate (see above)."""
+        parts, cursor = [], 0
+        for match in WORD.finditer(text):
+            word = match.group()
+            if len(word) < self.min_letters or word in self.symspell.words:
+                continue
+            before = NEIGHBOUR.findall(text, 0, match.start())[-1:]
+            after = NEIGHBOUR.findall(text, match.end())[:1]
+            better = self.candidate(word, before[0].lower() if before else None,
+                                    after[0].lower() if after else None)
+            if better is not None:
+                parts += [text[cursor:match.start()], better]
+                cursor = match.end()
+        return "".join(parts) + text[cursor:]
+
+    def candidate(self, word: str, before: str | None, after: str | None) -> str | None:
+        from symspellpy import Verbosity
+
+        found = self.symspell.lookup(word, Verbosity.CLOSEST, max_edit_distance=2)
+        if not found or (found[0].distance > 1 and len(word) < self.distance2_letters):
+            return None
+        bigrams = self.symspell.bigrams
+
+        def seen(term: str) -> int:
+            return (bigrams.get(f"{before} {term}", 0) if before else 0) + \
+                (bigrams.get(f"{term} {after}", 0) if after else 0)
+
+        return max(found, key=lambda s: (seen(s.term), s.count)).term
+
+
+@functools.lru_cache(maxsize=1)
+def load_speller() -> Speller:
+    """The one Speller of the process (its dictionary takes ~2 s and ~150 MB to build)."""
+    return Speller()

@@ -1,0 +1,69 @@
+"""Pick how many rounds of correction to run on a dev set, and optionally store it with the model.
+
+    python eval/tune_rounds.py editspec/models/default --m2 ../shared/data/fce/fce.dev.gold.bea19.m2 \
+        [--mode speculative] [--rounds 4] [--write]
+
+With ``rounds`` N, ``Corrector`` corrects the units that a round changed again, N rounds at most
+(``Corrector.correct_rounds``): "He go to school yesterday." may need "goes" before "went" is
+within the model's reach. This script runs the rounds once, scores the output after each with
+ERRANT as ``editspec eval`` does, and prints P/R/F0.5 and how many units each round changed.
+``--write`` stores the best N as ``rounds`` in the config.json of the model whose output is
+returned (T5 in modes t5 and speculative, EdiT5 in mode edit5), which
+``Corrector.from_pretrained`` reads. The guard applies in each round as the model's config sets
+it. Tune on a set you do not report (FCE dev; the README reports W&I dev, FCE test, CoNLL-2013
+and JFLEG dev).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from tqdm import tqdm
+
+from editspec import segment
+from editspec.corrector import Corrector
+from editspec.evaluation import ErrantEvaluator
+from tuning import pick_best  # eval/tuning.py, beside this script
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("model", type=Path, help="a bundle (edit5/, t5/) or one checkpoint directory")
+    p.add_argument("--m2", required=True)
+    p.add_argument("--mode", default=None, help="edit5, t5 or speculative (default: the bundle's)")
+    p.add_argument("--limit", type=int, default=None, help="first N sentences")
+    p.add_argument("--rounds", type=int, default=3, help="the most rounds to try")
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--write", action="store_true", help="store the best in the output model's config.json")
+    args = p.parse_args()
+
+    corrector = Corrector.from_pretrained(args.model, mode=args.mode, batch_size=args.batch_size,
+                                          rounds=args.rounds)
+    evaluator = ErrantEvaluator.from_m2(args.m2, limit=args.limit)
+    spans = segment.segment_lines(evaluator.sources, corrector.limits)
+    units = [text[a:b] for text, line in zip(evaluator.sources, spans) for a, b in line]
+    print(f"{len(evaluator)} sentences, {len(units)} units, mode {corrector.mode}, "
+          f"guard {corrector.max_edit_words}")
+    scores, before = {}, units
+    started = time.perf_counter()
+    with tqdm(total=sum(map(len, units)), unit="char", desc="round 1") as bar:
+        rounds = corrector.correct_rounds(units, progress=bar.update)
+        for n, after in enumerate(rounds, 1):
+            it = iter(after)
+            outputs = [segment.rejoin(text, line, [next(it) for _ in line])
+                       for text, line in zip(evaluator.sources, spans)]
+            result = evaluator.score(outputs)
+            scores[n] = result.scores()
+            changed = sum(a != b for a, b in zip(after, before))
+            before = after
+            tqdm.write(f"rounds {n}: P {scores[n][0]:.4f}  R {scores[n][1]:.4f}  F0.5 {scores[n][2]:.4f}  "
+                       f"TP {result.tp}  FP {result.fp}  units changed by this round {changed}  "
+                       f"({time.perf_counter() - started:.0f} s)")
+    output_model = corrector.paths["t5" if corrector.t5 is not None else "edit5"]
+    pick_best(scores, "rounds", len(evaluator), output_model if args.write else None)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""editspec.spelling: the docstring's example and what is never touched (the Corrector's use:
+test_corrector.py)."""
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from editspec.spelling import load_speller
+
+
+@pytest.fixture(scope="module")
+def speller():
+    return load_speller()
+
+
+def test_docstring_example(speller):
+    assert speller.respell("I recieve your leter becouse of the Tokyo meeting.") == \
+        "I receive your letter because of the Tokyo meeting."
+
+
+def test_context_picks_among_equally_close_words(speller):
+    # "leter" is one edit from "later" and "letter": the word before decides
+    assert speller.respell("your leter") == "your letter"
+    assert speller.respell("see you leter") == "see you later"
+
+
+def test_only_unknown_lower_case_words_change(speller):
+    kept = ["Recieve the Leter.", "the self-esteam", "3rd-grade", "recieve's", "cat", "ok",
+            "Their information is useful.", "a wrod2 here", "xqzvkj", ""]
+    assert [speller.respell(t) for t in kept] == kept[:5] + kept[5:]  # names, hyphens, digits, apostrophes
+    # every other character is copied as written
+    assert speller.respell("😀 recieve\tthe  leter \r\n") == "😀 receive\tthe  letter \r\n"
+    assert speller.respell("usefull, becouse") == "useful, because"
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(alphabet=st.sampled_from("abcdefghij Kz.,'-\t😀é"), max_size=40))
+def test_respell_keeps_everything_but_words(speller, text):
+    out = speller.respell(text)
+    strip = lambda s: "".join(c for c in s if not ("a" <= c <= "z"))  # noqa: E731
+    assert strip(out) == strip(text)  # only lower-case letters change, nothing else moves
