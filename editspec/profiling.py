@@ -309,6 +309,22 @@ def expected_speedup(alpha: float, gamma: float, c: float) -> float:
     return expected_tokens_per_pass(alpha, gamma) / (gamma * c + 1)
 
 
+def time_spelling(sources: Sequence[str], warmup: int) -> dict | None:
+    """ms per sentence of ``editspec.spelling``: a text step before every mode, the same for all,
+    so it is timed apart from them (after ``warmup`` untimed sentences)."""
+    from editspec.spelling import load_speller
+
+    speller = load_speller()
+    for text in sources[:warmup]:
+        speller.respell(text)
+    times = []
+    for text in sources:
+        start = time.perf_counter()
+        speller.respell(text)
+        times.append((time.perf_counter() - start) * 1e3)
+    return summary(times)
+
+
 def _median(s: dict | None) -> float | None:
     return None if s is None else s["median"]
 
@@ -821,6 +837,10 @@ def markdown(report: dict) -> str:
         "- options: " + ", ".join(f"{k}={v}" for k, v in report.get("options", {}).items()
                                   if v not in (None, False) and k != "command"), "",
     ]
+    if report.get("spelling"):
+        s = report["spelling"]
+        lines[-1:-1] = [f"- spelling (`editspec.spelling`, on the text before every mode, not in the "
+                        f"latencies below): median {s['median']:.3f} ms per sentence, p90 {s['p90']:.3f}"]
     modes = report.get("modes") or {}
     if modes:
         lines += [
@@ -1063,6 +1083,8 @@ def run_profile(args) -> int:
                 profiler, sources, modes, args.batch_size, args.warmup, max_ids,
                 out if args.trace else None, progress=sys.stderr.isatty())
             report["sentences"], report["skipped_long"] = raw["sentences"], raw["skipped_long"]
+            if corrector.spelling:
+                report["spelling"] = time_spelling(sources, args.warmup)
             tokenizer = profiler.tokenizer
         if args.architectures:
             if tokenizer is None:

@@ -56,6 +56,10 @@ def main() -> None:
     evaluator = ErrantEvaluator.from_m2(args.m2, limit=args.limit)
     spans = segment.segment_lines(evaluator.sources, corrector.limits)
     units = [text[a:b] for text, line in zip(evaluator.sources, spans) for a, b in line]
+    if corrector.spelling:  # the guard compares the model's output with its (respelled) input
+        from editspec.spelling import load_speller
+
+        units, corrector.spelling = [load_speller().respell(u) for u in units], False
     raw, seconds = correct_all(corrector.correct_units, units, args.batch_size * 4, progress=True,
                                desc=corrector.mode)
     print(f"{len(evaluator)} sentences, {len(units)} units, mode {corrector.mode}: {seconds:.0f} s")

@@ -51,6 +51,7 @@ def main() -> None:
     with tqdm(total=sum(map(len, units)), unit="char", desc="round 1") as bar:
         rounds = corrector.correct_rounds(units, progress=bar.update)
         for n, after in enumerate(rounds, 1):
+            bar.close()  # the later rounds read only what changed
             it = iter(after)
             outputs = [segment.rejoin(text, line, [next(it) for _ in line])
                        for text, line in zip(evaluator.sources, spans)]

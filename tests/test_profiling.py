@@ -186,3 +186,8 @@ def test_missing_drafter_is_skipped_with_a_note(bundle, tmp_path):
     assert modes["speculative-small"] == {"status": "skipped", "reason": modes["speculative-small"]["reason"]}
     assert "t5-draft" in modes["speculative-small"]["reason"] and "edit5" in modes["edit5"]["reason"]
     assert "skipped" in (out / "report.md").read_text()
+
+
+def test_spelling_is_timed_apart_from_the_modes():
+    timed = profiling.time_spelling(["I recieve your leter.", "Fine."] * 3, warmup=1)
+    assert timed["n"] == 6 and 0 < timed["median"] <= timed["p90"] < 1000
