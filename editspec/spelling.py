@@ -1,13 +1,15 @@
 """Spelling: words no dictionary holds are respelled before the model reads the text.
 
 Our models learn spelling from 62k learner sentences and know few misspellings; symspellpy's
-English frequency dictionary holds 82,765 words and its bigram list 242,342 word pairs. A word
-is respelled like this::
+English frequency dictionary holds 82,765 words and its bigram list 242,342 word pairs, and
+wordfreq knows how often a word is written. A word is respelled like this::
 
     text        "I recieve your leter becouse of the Tokyo meeting."
     words       runs of lower-case letters not touching an apostrophe, hyphen or digit:
                 "recieve", "your", "leter", ... (a capitalised word is more often a name)
-    unknown     3 letters or more, and not in the dictionary: "recieve", "leter", "becouse"
+    unknown     3 letters or more, not in the dictionary, and rarer than 3.3 on wordfreq's Zipf
+                scale (which knows "favorite", "mom", "math": American spellings are not
+                errors): "recieve" (2.75), "leter" (1.29), "becouse" (2.11)
     candidates  the dictionary words at the smallest Damerau-Levenshtein distance, 1, or 2 for a
                 word of 6 letters or more: "leter" -> "later", "letter", "peter", "meter", ...
     context     the candidate seen most often after the word before plus before the word after
@@ -33,12 +35,14 @@ NEIGHBOUR = re.compile(r"\w+")
 
 
 class Speller:
-    def __init__(self, min_letters: int = 3, distance2_letters: int = 6, slip_prior: float = 4.0):
+    def __init__(self, min_letters: int = 3, distance2_letters: int = 6, slip_prior: float = 4.0,
+                 common_zipf: float = 3.3):
         import symspellpy
         from symspellpy import SymSpell
 
         data = Path(symspellpy.__file__).parent
         self.min_letters, self.distance2_letters, self.slip_prior = min_letters, distance2_letters, slip_prior
+        self.common_zipf = common_zipf
         self.symspell = SymSpell(max_dictionary_edit_distance=2)
         self.symspell.load_dictionary(data / "frequency_dictionary_en_82_765.txt", 0, 1)
         self.symspell.load_bigram_dictionary(data / "frequency_bigramdictionary_en_243_342.txt", 0, 2)
@@ -48,7 +52,7 @@ class Speller:
         parts, cursor = [], 0
         for match in WORD.finditer(text):
             word = match.group()
-            if len(word) < self.min_letters or word in self.symspell.words:
+            if len(word) < self.min_letters or word in self.symspell.words or self.common(word):
                 continue
             before = NEIGHBOUR.findall(text, 0, match.start())[-1:]
             after = NEIGHBOUR.findall(text, match.end())[:1]
@@ -58,6 +62,14 @@ class Speller:
                 parts += [text[cursor:match.start()], better]
                 cursor = match.end()
         return "".join(parts) + text[cursor:]
+
+    def common(self, word: str) -> bool:
+        """Written often enough to be a word (an American spelling, "mom", "math"), though not in
+        symspellpy's dictionary: wordfreq's Zipf frequency (log10 per 10^9 words) at least
+        ``common_zipf`` (0: off)."""
+        from wordfreq import zipf_frequency
+
+        return self.common_zipf > 0 and zipf_frequency(word, "en") >= self.common_zipf
 
     def candidate(self, word: str, before: str | None, after: str | None) -> str | None:
         from symspellpy import Verbosity

@@ -38,3 +38,18 @@ def test_respell_keeps_everything_but_words(speller, text):
     out = speller.respell(text)
     strip = lambda s: "".join(c for c in s if not ("a" <= c <= "z"))  # noqa: E731
     assert strip(out) == strip(text)  # only lower-case letters change, nothing else moves
+
+
+def test_settings_each_do_what_they_say(speller):
+    assert speller.respell("see you tommorow, the job wich I saw") == "see you tomorrow, the job which I saw"
+    assert speller.respell("my mom's favorite color") == "my mom's favorite color"  # American, not wrong
+    letters, prior, common = speller.distance2_letters, speller.slip_prior, speller.common_zipf
+    try:
+        speller.common_zipf = 0  # symspellpy's dictionary alone lacks "favorite"
+        assert speller.respell("my favorite color") == "my favourite color"
+        speller.distance2_letters = 99  # one edit only: "tommorow" is two from "tomorrow"
+        assert speller.respell("see you tommorow") == "see you tommorow"
+        speller.slip_prior = 1.0  # bigram counts alone prefer "job with"
+        assert speller.respell("the job wich I saw") == "the job with I saw"
+    finally:
+        speller.distance2_letters, speller.slip_prior, speller.common_zipf = letters, prior, common
