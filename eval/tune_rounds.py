@@ -35,17 +35,19 @@ def main() -> None:
     p.add_argument("--mode", default=None, help="edit5, t5 or speculative (default: the bundle's)")
     p.add_argument("--limit", type=int, default=None, help="first N sentences")
     p.add_argument("--rounds", type=int, default=3, help="the most rounds to try")
+    p.add_argument("--spelling", action=argparse.BooleanOptionalAction, default=None,
+                   help="the spelling step before the model (default: the model's config.json)")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--write", action="store_true", help="store the best in the output model's config.json")
     args = p.parse_args()
 
     corrector = Corrector.from_pretrained(args.model, mode=args.mode, batch_size=args.batch_size,
-                                          rounds=args.rounds)
+                                          rounds=args.rounds, spelling=args.spelling)
     evaluator = ErrantEvaluator.from_m2(args.m2, limit=args.limit)
     spans = segment.segment_lines(evaluator.sources, corrector.limits)
     units = [text[a:b] for text, line in zip(evaluator.sources, spans) for a, b in line]
     print(f"{len(evaluator)} sentences, {len(units)} units, mode {corrector.mode}, "
-          f"guard {corrector.max_edit_words}")
+          f"guard {corrector.max_edit_words}, spelling {'on' if corrector.spelling else 'off'}")
     scores, before = {}, units
     started = time.perf_counter()
     with tqdm(total=sum(map(len, units)), unit="char", desc="round 1") as bar:
