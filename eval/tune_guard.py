@@ -21,13 +21,12 @@ JFLEG dev reported).
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from editspec import segment
 from editspec.corpora import read_m2
 from editspec.corrector import Corrector, guard
 from editspec.evaluation import ErrantEvaluator, correct_all
-from tuning import pick_best  # eval/tuning.py, beside this script
+from tuning import bundle_options, pick_best, sentence_units  # eval/tuning.py, beside this script
 
 
 def apply_guard(sources: list[str], spans: list[list[tuple[int, int]]], units: list[str],
@@ -41,21 +40,15 @@ def apply_guard(sources: list[str], spans: list[list[tuple[int, int]]], units: l
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("model", type=Path, help="a bundle (edit5/, t5/) or one checkpoint directory")
-    p.add_argument("--m2", required=True)
-    p.add_argument("--mode", default=None, help="edit5, t5 or speculative (default: the bundle's)")
-    p.add_argument("--limit", type=int, default=None, help="first N sentences")
+    bundle_options(p)
     p.add_argument("--limits", type=int, nargs="+", default=[0, 1, 2, 3, 4, 5, 6, 8, 10],
                    help="values of max_edit_words to try (0: no guard)")
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--write", action="store_true", help="store the best in the output model's config.json")
     args = p.parse_args()
 
     corrector = Corrector.from_pretrained(args.model, mode=args.mode, batch_size=args.batch_size,
                                           max_edit_words=0, rounds=1)
     evaluator = ErrantEvaluator.from_m2(args.m2, limit=args.limit)
-    spans = segment.segment_lines(evaluator.sources, corrector.limits)
-    units = [text[a:b] for text, line in zip(evaluator.sources, spans) for a, b in line]
+    spans, units = sentence_units(evaluator.sources, corrector)
     if corrector.spelling:  # the guard compares the model's output with its (respelled) input
         from editspec.spelling import load_speller
 

@@ -18,34 +18,27 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 from tqdm import tqdm
 
 from editspec import segment
 from editspec.corrector import Corrector
 from editspec.evaluation import ErrantEvaluator
-from tuning import pick_best  # eval/tuning.py, beside this script
+from tuning import bundle_options, pick_best, sentence_units  # eval/tuning.py, beside this script
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("model", type=Path, help="a bundle (edit5/, t5/) or one checkpoint directory")
-    p.add_argument("--m2", required=True)
-    p.add_argument("--mode", default=None, help="edit5, t5 or speculative (default: the bundle's)")
-    p.add_argument("--limit", type=int, default=None, help="first N sentences")
+    bundle_options(p)
     p.add_argument("--rounds", type=int, default=3, help="the most rounds to try")
     p.add_argument("--spelling", action=argparse.BooleanOptionalAction, default=None,
                    help="the spelling step before the model (default: the model's config.json)")
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--write", action="store_true", help="store the best in the output model's config.json")
     args = p.parse_args()
 
     corrector = Corrector.from_pretrained(args.model, mode=args.mode, batch_size=args.batch_size,
                                           rounds=args.rounds, spelling=args.spelling)
     evaluator = ErrantEvaluator.from_m2(args.m2, limit=args.limit)
-    spans = segment.segment_lines(evaluator.sources, corrector.limits)
-    units = [text[a:b] for text, line in zip(evaluator.sources, spans) for a, b in line]
+    spans, units = sentence_units(evaluator.sources, corrector)
     print(f"{len(evaluator)} sentences, {len(units)} units, mode {corrector.mode}, "
           f"guard {corrector.max_edit_words}, spelling {'on' if corrector.spelling else 'off'}")
     scores, before = {}, units

@@ -269,6 +269,31 @@ def test_tune_guard_applies_the_guard_as_the_corrector_does(models):
         assert (kept > 0) == (limit > 0)
 
 
+def test_tune_rounds_scores_each_round_as_the_corrector_outputs_it(models, tmp_path, monkeypatch, capsys):
+    """eval/tune_rounds.py prints one score per round, and on a gold set without edits its false
+    edits appear exactly when a Corrector with that many rounds changes a sentence."""
+    sys.path.insert(0, str(ROOT / "eval"))
+    import tune_rounds
+
+    m2 = tmp_path / "dev.m2"
+    m2.write_text("".join(f"S {s}\nA -1 -1|||noop|||-NONE-|||REQUIRED|||-NONE-|||0\n\n"
+                          for s in ["She go home .", "He go to school every days .", "Yes . No ."]))
+    monkeypatch.setattr(sys, "argv", ["tune_rounds.py", str(models / "bundle"), "--m2", str(m2), "--mode", "t5",
+                                      "--rounds", "3", "--no-spelling"])
+    tune_rounds.main()
+    out = capsys.readouterr().out
+    assert "spelling off" in out and "best rounds" in out
+    lines = [line for line in out.splitlines() if line.startswith("rounds ")]
+    assert [line.split(":")[0] for line in lines] == ["rounds 1", "rounds 2", "rounds 3"]
+    # noop gold: every edit is false, and the counts follow the corrector's outputs round by round
+    c = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", spelling=False)
+    for n, line in enumerate(lines, 1):
+        c.rounds = n
+        fixed = c.correct(["She go home.", "He go to school every days.", "Yes. No."])
+        changed = sum(f != s for f, s in zip(fixed, ["She go home.", "He go to school every days.", "Yes. No."]))
+        assert (" TP 0 " in line) and ((" FP 0 " in line) == (changed == 0)), line
+
+
 def test_distill_writes_the_teachers_outputs_and_resumes(models, tmp_path):
     """training/distill.py: source.txt holds the M2 files' sources and target.txt the teacher
     Corrector's outputs for them, line for line; a rerun reuses the parts already stored."""
