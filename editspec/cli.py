@@ -30,7 +30,7 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
 
 
-def _add_guard_option(p: argparse.ArgumentParser) -> None:
+def _add_correction_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-edit-words", type=int, default=None, metavar="N",
                    help="keep a sentence as written when the model rewrites more than N words in "
                         "one edit (a lost model repeats or skips phrases); 0: off (default: the "
@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="longest model input in tokens with EOS; longer sentences are split "
                         "(default: the length the models were trained with)")
     _add_model_options(p)
-    _add_guard_option(p)
+    _add_correction_options(p)
 
     p = sub.add_parser("data", help="corpus tools")
     data_sub = p.add_subparsers(dest="data_command", required=True)
@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write the hypothesis M2 here (errant_compare -hyp FILE -ref M2 agrees)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     _add_model_options(p)
-    _add_guard_option(p)
+    _add_correction_options(p)
 
     p = sub.add_parser("profile", help="latency report: EdiT5 vs T5 vs speculative T5 and peers")
     p.add_argument("--data", required=True,

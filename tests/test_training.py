@@ -375,3 +375,14 @@ def test_synthetic_parts_feed_more_workers_than_shards_in_the_same_order(tmp_pat
     # chunks of 64 per stream: 64 pairs of shard 0's part 0 (15 lines, so a second pass with new
     # errors), then 36 of its part 1: all 30 sentences of shard 0
     assert len({tuple(x) for x in serial}) == 30
+
+
+def test_respell_passes_sources_through_the_spelling_step(tmp_path):
+    """``respell: true`` on a source (or dev) gives the model the text Corrector gives it after its
+    spelling step; targets and the other rows stay as they were."""
+    (tmp_path / "pairs.tsv").write_text("I recieve your leter.\tI receive your letter.\nFine.\tFine.\n",
+                                        encoding="utf-8")
+    spec = {"type": "parallel", "path": "pairs.tsv"}
+    plain, respelled = T.read_pairs(spec, tmp_path), T.read_pairs({**spec, "respell": True}, tmp_path)
+    assert plain["source"] == ["I recieve your leter.", "Fine."]
+    assert respelled["source"] == ["I receive your letter.", "Fine."] and respelled["target"] == plain["target"]

@@ -13,8 +13,10 @@ A recipe has three sections (see configs/ for complete ones; ``--set train.lr=3e
     model:  type (t5 | edit5), tokenizer, config (T5Config / EdiT5Config fields), init_from,
             point_markers (EdiT5: markers point at kept tokens, editspec.modeling_edit5),
             marker_gap (with point_markers: a marker's key also sees the token after the gap)
-    data:   sources (weighted mixture: m2 | parallel | synthetic), dev (an M2 file), max_length,
-            batch_tokens or batch_size, pool_size
+    data:   sources (weighted mixture: m2 | parallel | synthetic; ``respell: true`` on an m2 or
+            parallel source, or on dev, passes its sources through ``editspec.spelling`` first, as
+            ``Corrector`` does before a model whose config says ``spelling``), dev (an M2 file),
+            max_length, batch_tokens or batch_size, pool_size
     train:  max_steps, lr, schedule, warmup_steps, grad_accum, mixed_precision, save_every,
             keep_last, eval_every, eval_f05_every, log_every, seed, num_threads,
             position_bias_lr_scale (lr multiplier of T5's relative attention biases),
@@ -219,19 +221,28 @@ def featurized_rows(dataset, kind: ModelKind, tok, max_length: int):
 
 
 def read_pairs(spec: dict, data_dir: Path):
-    """The (source, target) dataset of a map-style source spec."""
+    """The (source, target) dataset of a map-style source spec; with ``respell``, the sources as
+    ``Corrector`` hands them to a model after its spelling step."""
     from editspec import corpora
 
     kind = spec.get("type", "m2")
     path = lambda key: str(data_dir / spec[key])  # noqa: E731
     if kind == "m2":
-        return corpora.read_m2(path("path"), annotator=spec.get("annotator", 0),
-                               detokenized=spec.get("detokenized", True))
-    if kind == "parallel":  # a TSV file (path) or two line-aligned files (source, target)
+        pairs = corpora.read_m2(path("path"), annotator=spec.get("annotator", 0),
+                                detokenized=spec.get("detokenized", True))
+    elif kind == "parallel":  # a TSV file (path) or two line-aligned files (source, target)
         if "path" in spec:
-            return corpora.read_parallel(path("path"), detokenized=spec.get("detokenized", False))
-        return corpora.read_parallel(path("source"), path("target"), detokenized=spec.get("detokenized", False))
-    raise SystemExit(f"unknown data source type {kind!r} (m2, parallel or synthetic)")
+            pairs = corpora.read_parallel(path("path"), detokenized=spec.get("detokenized", False))
+        else:
+            pairs = corpora.read_parallel(path("source"), path("target"), detokenized=spec.get("detokenized", False))
+    else:
+        raise SystemExit(f"unknown data source type {kind!r} (m2, parallel or synthetic)")
+    if spec.get("respell"):
+        from editspec.spelling import load_speller
+
+        respelled = [load_speller().respell(s) for s in pairs["source"]]
+        pairs = pairs.remove_columns("source").add_column("source", respelled)
+    return pairs
 
 
 def synthetic_shard(shard: tuple[str, int, int], start: int, folder: str, seed: int, m2: str | None,
@@ -319,7 +330,8 @@ def build_dev(cfg: dict, kind: ModelKind, tok, data_dir: Path):
     import numpy as np
 
     batches = batching.cut(rows, np.random.default_rng(0))
-    return {"batches": batches, "m2": str(data_dir / spec["path"]), "f05_max": spec.get("f05_max_examples")}
+    return {"batches": batches, "m2": str(data_dir / spec["path"]), "f05_max": spec.get("f05_max_examples"),
+            "respell": bool(spec.get("respell"))}
 
 
 # ----------------------------------------------------------------------------- training state
@@ -690,15 +702,19 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
 
 # ----------------------------------------------------------------------------- dev F0.5
 
-def correct_fn_for(net, kind: ModelKind, tok, max_length: int):
-    """list[str] -> list[str] with the model being trained (greedy), for ``editspec.evaluation``."""
-    if kind.name == "edit5":
-        return lambda texts: net.correct(tok, texts)
+def correct_fn_for(net, kind: ModelKind, tok, max_length: int, respell: bool = False):
+    """list[str] -> list[str] with the model being trained (greedy), for ``editspec.evaluation``;
+    with ``respell``, after the spelling step (``editspec.spelling``)."""
     from editspec.features import pad
+    from editspec.spelling import load_speller
     from editspec.t5 import greedy
     from editspec.tokens import encode, render_ids
 
     def correct(texts: list[str]) -> list[str]:
+        if respell:
+            texts = [load_speller().respell(t) for t in texts]
+        if kind.name == "edit5":
+            return net.correct(tok, texts)
         encoded = encode(tok, texts)
         rows = [e.ids[: max_length - 1] + [tok.eos_token_id] for e in encoded]
         ids = pad(rows, tok.pad_token_id).to(net.device)
@@ -724,7 +740,8 @@ def dev_f05(net, kind: ModelKind, tok, dev: dict, accelerator, max_length: int) 
     if dev.get("evaluator") is None:
         dev["evaluator"] = f05_evaluator(dev["m2"], dev["f05_max"])
     with accelerator.autocast():
-        result, _, seconds = evaluation.evaluate(correct_fn_for(net, kind, tok, max_length), dev["evaluator"])
+        correct = correct_fn_for(net, kind, tok, max_length, respell=dev.get("respell", False))
+        result, _, seconds = evaluation.evaluate(correct, dev["evaluator"])
     p, r, f = result.scores()
     return {"dev_f05": float(f), "dev_precision": float(p), "dev_recall": float(r), "dev_f05_seconds": seconds}
 
