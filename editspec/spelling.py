@@ -46,6 +46,7 @@ class Speller:
         self.symspell = SymSpell(max_dictionary_edit_distance=2)
         self.symspell.load_dictionary(data / "frequency_dictionary_en_82_765.txt", 0, 1)
         self.symspell.load_bigram_dictionary(data / "frequency_bigramdictionary_en_243_342.txt", 0, 2)
+        self.common("the")  # wordfreq reads its word list now, not at the first rare word
 
     def respell(self, text: str) -> str:
         """``text`` with each unknown lower-case word replaced by its best candidate (see above)."""
