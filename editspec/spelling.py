@@ -99,5 +99,6 @@ def _within(short: str, long: str) -> bool:
 
 @functools.lru_cache(maxsize=1)
 def load_speller() -> Speller:
-    """The one Speller of the process (it and wordfreq take ~4 s and ~230 MB to load)."""
+    """The one Speller of the process (loading its dictionaries takes seconds; ``editspec profile``
+    reports how many)."""
     return Speller()
