@@ -35,6 +35,9 @@ NEIGHBOUR = re.compile(r"\w+")
 
 
 class Speller:
+    """symspellpy's dictionaries and wordfreq's counts, and the settings above (README "Spelling"
+    has how each was chosen; ``eval/tune_spelling.py`` scores them)."""
+
     def __init__(self, min_letters: int = 3, distance2_letters: int = 6, slip_prior: float = 4.0,
                  common_zipf: float = 3.3):
         import symspellpy
@@ -73,6 +76,7 @@ class Speller:
         return self.common_zipf > 0 and zipf_frequency(word, "en") >= self.common_zipf
 
     def candidate(self, word: str, before: str | None, after: str | None) -> str | None:
+        """The closest dictionary word that fits between ``before`` and ``after`` best, or None."""
         from symspellpy import Verbosity
 
         found = self.symspell.lookup(word, Verbosity.CLOSEST, max_edit_distance=2)
