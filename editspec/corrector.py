@@ -390,10 +390,8 @@ class Corrector:
 
         if isinstance(texts, str):
             raise TypeError("correct() takes a list of texts, not one string")
-        units = segment.segment_lines(texts, self.limits)
-        flat = [text[a:b] for text, spans in zip(texts, units) for a, b in spans]
-        fixed = iter(self.correct_units(flat, progress))
-        return [segment.rejoin(text, spans, [next(fixed) for _ in spans]) for text, spans in zip(texts, units)]
+        spans = segment.segment_lines(texts, self.limits)
+        return segment.rejoin_lines(texts, spans, self.correct_units(segment.unit_texts(texts, spans), progress))
 
     def correct_detailed(self, texts: Sequence[str],
                          progress: Callable[[int], None] | None = None) -> list[Correction]:

@@ -448,7 +448,7 @@ def run_eval(args: Namespace) -> int:
     sources = [detokenize(" ".join(t)) for t in source_tokens]
 
     started = time.perf_counter()
-    guard: dict = {}
+    settings: dict = {}
     if args.hyp:
         outputs, seconds, mode = _read_lines(args.hyp), 0.0, "file"
         if len(outputs) < n or (args.limit is None and len(outputs) != n):
@@ -459,9 +459,9 @@ def run_eval(args: Namespace) -> int:
         mode = getattr(corrector, "mode", None) or args.mode
         outputs, seconds = correct_all(corrector.correct, sources, max(args.batch_size, 1) * 4,
                                        progress=not args.no_progress, desc=mode)
-        if hasattr(corrector, "guarded"):  # how many sentences the guard kept as written
-            guard = {"max_edit_words": corrector.max_edit_words, "guarded": corrector.guarded,
-                     "rounds": corrector.rounds, "spelling": corrector.spelling}
+        if hasattr(corrector, "guarded"):  # its guard (and how many units it kept), rounds, spelling
+            settings = {"max_edit_words": corrector.max_edit_words, "guarded": corrector.guarded,
+                        "rounds": corrector.rounds, "spelling": corrector.spelling}
     tokens = [retokenize(t, o, s, args.retokenize) for t, o, s in zip(source_tokens, outputs, sources)]
 
     report: dict = {}
@@ -477,7 +477,7 @@ def run_eval(args: Namespace) -> int:
         report["gleu"] = round(gleu(source_tokens, references, tokens), 4)
     report.update({"sentences": n, "mode": mode, "seconds": round(seconds, 3),
                    "total_seconds": round(time.perf_counter() - started, 3),
-                   "retokenize": args.retokenize, **guard})
+                   "retokenize": args.retokenize, **settings})
     if args.save_hyp:
         Path(args.save_hyp).write_text("".join(o + "\n" for o in outputs), encoding="utf-8")
 
@@ -486,9 +486,9 @@ def run_eval(args: Namespace) -> int:
         return 0
     rate = f", {n / seconds:.1f} sentences/s" if seconds else ""
     print(f"{n} sentences, mode {mode}: {seconds:.1f} s correcting{rate}")
-    if guard.get("max_edit_words"):
-        print(f"guard: {guard['guarded']} sentence units kept as written (an edit over "
-              f"{guard['max_edit_words']} words)")
+    if settings.get("max_edit_words"):
+        print(f"guard: {settings['guarded']} sentence units kept as written (an edit over "
+              f"{settings['max_edit_words']} words)")
     if result is not None:
         result.print(args.cat)
     if references:

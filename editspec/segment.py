@@ -192,6 +192,17 @@ def segment_lines(lines: Sequence[str], limits: Sequence[tuple[PreTrainedTokeniz
     return spans
 
 
+def unit_texts(lines: Sequence[str], spans: Sequence[Sequence[Span]]) -> list[str]:
+    """The text of every span of every line (``segment_lines``' spans), in order."""
+    return [line[a:b] for line, line_spans in zip(lines, spans) for a, b in line_spans]
+
+
+def rejoin_lines(lines: Sequence[str], spans: Sequence[Sequence[Span]], outputs: Sequence[str]) -> list[str]:
+    """``rejoin`` for many lines: ``outputs`` holds one text per span, in ``unit_texts`` order."""
+    it = iter(outputs)
+    return [rejoin(line, line_spans, [next(it) for _ in line_spans]) for line, line_spans in zip(lines, spans)]
+
+
 def rejoin(line: str, spans: Sequence[Span], outputs: Sequence[str]) -> str:
     """``line`` with each span replaced by its output; the text between spans is kept."""
     parts, cursor = [], 0

@@ -26,16 +26,14 @@ from editspec import segment
 from editspec.corpora import read_m2
 from editspec.corrector import Corrector, guard
 from editspec.evaluation import ErrantEvaluator, correct_all
-from tuning import bundle_options, pick_best, sentence_units  # eval/tuning.py, beside this script
+from tuning import bundle_options, pick_best  # eval/tuning.py, beside this script
 
 
 def apply_guard(sources: list[str], spans: list[list[tuple[int, int]]], units: list[str],
                 raw: list[str], limit: int) -> tuple[list[str], int]:
     """(the sources' outputs with the guard applied per unit as ``Corrector`` does, units kept)."""
     kept = [guard(u, o, limit) for u, o in zip(units, raw)]
-    it = iter(kept)
-    outputs = [segment.rejoin(text, line, [next(it) for _ in line]) for text, line in zip(sources, spans)]
-    return outputs, sum(k != o for k, o in zip(kept, raw))
+    return segment.rejoin_lines(sources, spans, kept), sum(k != o for k, o in zip(kept, raw))
 
 
 def main() -> None:
@@ -48,7 +46,8 @@ def main() -> None:
     corrector = Corrector.from_pretrained(args.model, mode=args.mode, batch_size=args.batch_size,
                                           max_edit_words=0, rounds=1)
     evaluator = ErrantEvaluator.from_m2(args.m2, limit=args.limit)
-    spans, units = sentence_units(evaluator.sources, corrector)
+    spans = segment.segment_lines(evaluator.sources, corrector.limits)
+    units = segment.unit_texts(evaluator.sources, spans)
     if corrector.spelling:  # the guard compares the model's output with its (respelled) input
         from editspec.spelling import load_speller
 

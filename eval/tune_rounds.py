@@ -24,7 +24,7 @@ from tqdm import tqdm
 from editspec import segment
 from editspec.corrector import Corrector
 from editspec.evaluation import ErrantEvaluator
-from tuning import bundle_options, pick_best, sentence_units  # eval/tuning.py, beside this script
+from tuning import bundle_options, pick_best  # eval/tuning.py, beside this script
 
 
 def main() -> None:
@@ -38,7 +38,8 @@ def main() -> None:
     corrector = Corrector.from_pretrained(args.model, mode=args.mode, batch_size=args.batch_size,
                                           rounds=args.rounds, spelling=args.spelling)
     evaluator = ErrantEvaluator.from_m2(args.m2, limit=args.limit)
-    spans, units = sentence_units(evaluator.sources, corrector)
+    spans = segment.segment_lines(evaluator.sources, corrector.limits)
+    units = segment.unit_texts(evaluator.sources, spans)
     print(f"{len(evaluator)} sentences, {len(units)} units, mode {corrector.mode}, "
           f"guard {corrector.max_edit_words}, spelling {'on' if corrector.spelling else 'off'}")
     scores, before = {}, units
@@ -47,10 +48,7 @@ def main() -> None:
         rounds = corrector.correct_rounds(units, progress=bar.update)
         for n, after in enumerate(rounds, 1):
             bar.close()  # the later rounds read only what changed
-            it = iter(after)
-            outputs = [segment.rejoin(text, line, [next(it) for _ in line])
-                       for text, line in zip(evaluator.sources, spans)]
-            result = evaluator.score(outputs)
+            result = evaluator.score(segment.rejoin_lines(evaluator.sources, spans, after))
             scores[n] = result.scores()
             changed = sum(a != b for a, b in zip(after, before))
             before = after

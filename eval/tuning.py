@@ -1,6 +1,6 @@
 """What the tuning scripts (``tune_confidence.py``, ``tune_guard.py``, ``tune_rounds.py``) share:
-their common options, the dev set's sentence units, and picking the setting with the best dev F0.5
-to store in the model's config.json, where the loaders read it."""
+their common options, and picking the setting with the best dev F0.5 to store in the model's
+config.json, where the loaders read it."""
 
 from __future__ import annotations
 
@@ -17,14 +17,6 @@ def bundle_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=int, default=None, help="first N sentences")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--write", action="store_true", help="store the best in the output model's config.json")
-
-
-def sentence_units(sources: list[str], corrector) -> tuple[list[list[tuple[int, int]]], list[str]]:
-    """(each source's unit spans, all units) as ``Corrector.correct`` segments them."""
-    from editspec import segment
-
-    spans = segment.segment_lines(sources, corrector.limits)
-    return spans, [text[a:b] for text, line in zip(sources, spans) for a, b in line]
 
 
 def pick_best(scores: dict, key: str, sentences: int, model_dir: Path | str | None = None):
