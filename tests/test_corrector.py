@@ -320,6 +320,24 @@ def test_distill_writes_the_teachers_outputs_and_resumes(models, tmp_path):
     assert (out / "target.txt").read_text(encoding="utf-8").splitlines() == ["kept"] * 3
 
 
+def test_distill_writes_respelled_sources_when_the_teacher_respells(models, tmp_path, monkeypatch):
+    """With the spelling step on in the teacher, source.txt holds the respelled sentences the
+    teacher read (and the student will read at run time); target.txt the teacher's outputs."""
+    sys.path.insert(0, str(ROOT / "training"))
+    import distill
+
+    load = Corrector.from_pretrained
+    monkeypatch.setattr(distill.Corrector, "from_pretrained", lambda *a, **k: load(*a, spelling=True, **k))
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "a.m2").write_text("S I recieve your leter .\nA -1 -1|||noop|||-NONE-|||REQUIRED|||-NONE-|||0\n\n")
+    out = tmp_path / "out"
+    distill.main([str(models / "bundle"), "--m2", "a.m2", "--out", str(out), "--data-dir", str(tmp_path / "data"),
+                  "--mode", "t5", "--batch-size", "4"])
+    assert (out / "source.txt").read_text(encoding="utf-8").splitlines() == ["I receive your letter."]
+    teacher = load(models / "bundle", mode="t5", device="cpu", spelling=True)
+    assert (out / "target.txt").read_text(encoding="utf-8").splitlines() == teacher.correct(["I recieve your leter."])
+
+
 def test_distill_synthetic_sources_are_the_corrupted_wikipedia_lines(models, tmp_path):
     """training/distill.py --synthetic N --skip K: the sources are pairs K..K+N of the chosen shard's
     synthetic stream (``editspec.synthetic``, W&I train's rates), the targets the teacher's outputs."""

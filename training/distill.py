@@ -10,9 +10,11 @@ Rush 2016), it learns the edits T5 does make. One W&I train sentence, with the s
     T5       Then we return to Toluca to continue with my boring life.    <- the target written here
 
 The student learns to capitalise "then" as T5 does, and to leave "return" as T5 leaves it.
-Sources are the M2 files' detokenized source sentences (what the models read); targets are
-``Corrector`` outputs with the teacher's own guard (``max_edit_words``), so a sentence T5 would
-rewrite wholesale stays as written here too. Writes ``OUT/source.txt`` and ``OUT/target.txt``,
+Sources are the M2 files' detokenized source sentences as the models read them: after the
+spelling step when the teacher's config turns it on (``editspec.spelling``; the student then reads
+respelled text at run time too, and learns only the edits the T5 makes beyond the dictionary's);
+targets are ``Corrector`` outputs with the teacher's own guard (``max_edit_words``), so a sentence
+T5 would rewrite wholesale stays as written here too. Writes ``OUT/source.txt`` and ``OUT/target.txt``,
 line-aligned, for a ``type: parallel`` data source::
 
     python training/distill.py editspec/models/default --out runs/distill \\
@@ -102,6 +104,10 @@ def main(argv: list[str] | None = None) -> None:
     targets = [t for part in pairs for t in part["target"]]
     if args.right_edits:  # checked above: only with --synthetic
         targets = [right_edits(g["source"], t, g["target"]) for g, t in zip(gold, targets)]
+    if corrector.spelling:  # the text the teacher read, and the student will read
+        from editspec.spelling import load_speller
+
+        sources = [load_speller().respell(s) for s in sources]
     for name, lines in (("source", sources), ("target", targets)):
         with atomic_output(str(args.out / f"{name}.txt")) as f:
             f.write("".join(line + "\n" for line in lines).encode())
