@@ -338,6 +338,30 @@ def test_distill_writes_respelled_sources_when_the_teacher_respells(models, tmp_
     assert (out / "target.txt").read_text(encoding="utf-8").splitlines() == teacher.correct(["I recieve your leter."])
 
 
+def test_distill_right_edits_leave_a_wrong_respelling_in_source_and_target(models, tmp_path, monkeypatch):
+    """--right-edits with the spelling step: a respelling is part of the source, not a teacher edit
+    to undo, so a wrong one ("complane" -> "compline") stays in both; undone in the target alone, the
+    student would learn to write the misspelling back."""
+    sys.path.insert(0, str(ROOT / "training"))
+    import distill
+
+    load = Corrector.from_pretrained
+
+    def teacher(*a, **k):  # respells, and its model changes nothing
+        c = load(*a, spelling=True, **k)
+        c._correct_batch = lambda encoded: [e.text for e in encoded]
+        return c
+
+    monkeypatch.setattr(distill.Corrector, "from_pretrained", teacher)
+    monkeypatch.setattr(distill, "synthetic_pairs", lambda *a: iter(
+        [{"source": "I will complane about it.", "target": "I will complain about it."}]))
+    out = tmp_path / "out"
+    distill.main([str(models / "bundle"), "--synthetic", "1", "--right-edits", "--out", str(out),
+                  "--data-dir", str(tmp_path), "--mode", "t5"])
+    assert (out / "source.txt").read_text(encoding="utf-8") == "I will compline about it.\n"
+    assert (out / "target.txt").read_text(encoding="utf-8") == "I will compline about it.\n"
+
+
 def test_distill_synthetic_sources_are_the_corrupted_wikipedia_lines(models, tmp_path):
     """training/distill.py --synthetic N --skip K: the sources are pairs K..K+N of the chosen shard's
     synthetic stream (``editspec.synthetic``, W&I train's rates), the targets the teacher's outputs."""

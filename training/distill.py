@@ -102,12 +102,12 @@ def main(argv: list[str] | None = None) -> None:
             pairs.append(stored)
             bar.update(len(chunk))
     targets = [t for part in pairs for t in part["target"]]
-    if args.right_edits:  # checked above: only with --synthetic
-        targets = [right_edits(g["source"], t, g["target"]) for g, t in zip(gold, targets)]
     if corrector.spelling:  # the text the teacher read, and the student will read
         from editspec.spelling import load_speller
 
         sources = [load_speller().respell(s) for s in sources]
+    if args.right_edits:  # checked above: only with --synthetic; a respelling is the source's, not an edit
+        targets = [right_edits(s, t, g["target"]) for s, t, g in zip(sources, targets, gold)]
     for name, lines in (("source", sources), ("target", targets)):
         with atomic_output(str(args.out / f"{name}.txt")) as f:
             f.write("".join(line + "\n" for line in lines).encode())
