@@ -419,9 +419,9 @@ class Corrector:
         the first round, which reads every unit.
         """
         if self.spelling:
-            from editspec.spelling import load_speller
+            from editspec.spelling import respell_all
 
-            units = [load_speller().respell(u) for u in units]
+            units = respell_all(units)
         out = list(units)
         todo = list(range(len(units)))
         for round_ in range(self.rounds):

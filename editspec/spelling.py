@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 WORD = re.compile(r"(?<![\w'’-])[a-z]+(?![\w'’-])")
@@ -106,3 +107,10 @@ def load_speller() -> Speller:
     """The one Speller of the process (loading its dictionaries takes seconds; ``editspec profile``
     reports how many)."""
     return Speller()
+
+
+def respell_all(texts: Iterable[str]) -> list[str]:
+    """Each text after the spelling step, with the process's one Speller: how the Corrector, the
+    training data (``respell: true``), distillation and the tuning scripts all respell."""
+    speller = load_speller()
+    return [speller.respell(text) for text in texts]

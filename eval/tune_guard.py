@@ -49,9 +49,9 @@ def main() -> None:
     spans = segment.segment_lines(evaluator.sources, corrector.limits)
     units = segment.unit_texts(evaluator.sources, spans)
     if corrector.spelling:  # the guard compares the model's output with its (respelled) input
-        from editspec.spelling import load_speller
+        from editspec.spelling import respell_all
 
-        units, corrector.spelling = [load_speller().respell(u) for u in units], False
+        units, corrector.spelling = respell_all(units), False
     raw, seconds = correct_all(corrector.correct_units, units, args.batch_size * 4, progress=True,
                                desc=corrector.mode)
     print(f"{len(evaluator)} sentences, {len(units)} units, mode {corrector.mode}: {seconds:.0f} s")

@@ -103,9 +103,9 @@ def main(argv: list[str] | None = None) -> None:
             bar.update(len(chunk))
     targets = [t for part in pairs for t in part["target"]]
     if corrector.spelling:  # the text the teacher read, and the student will read
-        from editspec.spelling import load_speller
+        from editspec.spelling import respell_all
 
-        sources = [load_speller().respell(s) for s in sources]
+        sources = respell_all(sources)
     if args.right_edits:  # checked above: only with --synthetic; a respelling is the source's, not an edit
         targets = [right_edits(s, t, g["target"]) for s, t, g in zip(sources, targets, gold)]
     for name, lines in (("source", sources), ("target", targets)):

@@ -238,10 +238,9 @@ def read_pairs(spec: dict, data_dir: Path):
     else:
         raise SystemExit(f"unknown data source type {kind!r} (m2, parallel or synthetic)")
     if spec.get("respell"):
-        from editspec.spelling import load_speller
+        from editspec.spelling import respell_all
 
-        respelled = [load_speller().respell(s) for s in pairs["source"]]
-        pairs = pairs.remove_columns("source").add_column("source", respelled)
+        pairs = pairs.remove_columns("source").add_column("source", respell_all(pairs["source"]))
     return pairs
 
 
@@ -706,13 +705,13 @@ def correct_fn_for(net, kind: ModelKind, tok, max_length: int, respell: bool = F
     """list[str] -> list[str] with the model being trained (greedy), for ``editspec.evaluation``;
     with ``respell``, after the spelling step (``editspec.spelling``)."""
     from editspec.features import pad
-    from editspec.spelling import load_speller
+    from editspec.spelling import respell_all
     from editspec.t5 import greedy
     from editspec.tokens import encode, render_ids
 
     def correct(texts: list[str]) -> list[str]:
         if respell:
-            texts = [load_speller().respell(t) for t in texts]
+            texts = respell_all(texts)
         if kind.name == "edit5":
             return net.correct(tok, texts)
         encoded = encode(tok, texts)
