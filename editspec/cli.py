@@ -41,6 +41,9 @@ def _add_correction_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spelling", action=argparse.BooleanOptionalAction, default=None,
                    help="respell words no dictionary holds before the model reads the text "
                         "(default: the model's config.json spelling; else off)")
+    p.add_argument("--rescore", action=argparse.BooleanOptionalAction, default=None,
+                   help="undo each edit the model scores the sentence better without "
+                        "(default: the model's config.json rescore; else off)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -17,6 +17,8 @@ What happens to a line::
                speculative  T5 greedy ids, drafted by EdiT5 -> render_ids
     guard      a unit whose output rewrites more than ``max_edit_words`` words in one edit
                ("and a lot , but I think that ..." repeated) goes back to the unit as written
+    rescore    with ``rescore`` on, an edit the output model scores the unit better without is
+               undone (``editspec.rescoring``)
     rounds     with ``rounds`` > 1, the units a round changed are corrected again
     rejoin     "  She goes to school every day.  I like it."
     edits      word-level diff of line and output: (6, 8) "go" -> "goes", (25, 29) "days" -> "day"
@@ -118,6 +120,16 @@ def diff(source: str, target: str) -> list[Edit]:
     if pending:
         edits.append(_edit(src, tgt, src_at, pending))
     return edits
+
+
+def apply(source: str, edits: Sequence[Edit]) -> str:
+    """``source`` with ``edits`` (source offsets, in order, not overlapping) made: the inverse of
+    ``diff`` (``apply(s, diff(s, t)) == t``), and with a subset of them, the text in between."""
+    parts, cursor = [], 0
+    for e in edits:
+        parts += [source[cursor:e.start], e.correction]
+        cursor = e.end
+    return "".join(parts) + source[cursor:]
 
 
 def _edit(src: list[str], tgt: list[str], src_at: list[int], span: list[int]) -> Edit:
@@ -282,7 +294,7 @@ class Corrector:
 
     def __init__(self, mode: str, edit5=None, edit5_tokenizer=None, t5=None, t5_tokenizer=None,
                  batch_size: int = 16, max_length: int | None = None, paths: dict | None = None,
-                 max_edit_words: int = 0, rounds: int = 1, spelling: bool = False):
+                 max_edit_words: int = 0, rounds: int = 1, spelling: bool = False, rescore: bool = False):
         from editspec.tokens import marker_ids
 
         if mode not in MODES:
@@ -301,6 +313,7 @@ class Corrector:
                                 f"missing: {', '.join(missing)}")
         self.mode, self.batch_size, self.paths = mode, batch_size, paths or {}
         self.max_edit_words, self.rounds, self.spelling = max_edit_words, rounds, spelling
+        self.rescore = rescore
         self.guarded = 0  # units the guard has kept as written, over this corrector's life
         self.edit5, self.edit5_tokenizer = (edit5, edit5_tokenizer) if "edit5" in need else (None, None)
         self.t5, self.t5_tokenizer = (t5, t5_tokenizer) if "t5" in need else (None, None)
@@ -328,6 +341,7 @@ class Corrector:
         edit5: str | os.PathLike | None = None, t5: str | os.PathLike | None = None,
         device: str | torch.device | None = None, batch_size: int = 16, max_length: int | None = None,
         max_edit_words: int | None = None, rounds: int | None = None, spelling: bool | None = None,
+        rescore: bool | None = None,
     ) -> "Corrector":
         """Load a bundle (``DIR/edit5``, ``DIR/t5``) or one checkpoint; default: the shipped bundle.
 
@@ -336,8 +350,9 @@ class Corrector:
         ``max_edit_words`` (see ``guard``; 0 turns it off) defaults to the ``max_edit_words`` in
         the config.json of the model whose output is returned (``eval/tune_guard.py --write``
         puts it there), else 0: a checkpoint of your own gives its raw output. ``rounds`` (see
-        ``correct_rounds``) and ``spelling`` (``editspec.spelling``) default in the same way to
-        that config's ``rounds`` and ``spelling``, else 1 and off.
+        ``correct_rounds``), ``spelling`` (``editspec.spelling``) and ``rescore``
+        (``editspec.rescoring``) default in the same way to that config's ``rounds``,
+        ``spelling`` and ``rescore``, else 1, off and off.
         """
         if batch_size < 1:
             raise EditspecError("batch size must be at least 1")
@@ -370,8 +385,11 @@ class Corrector:
             rounds = getattr(output_config, "rounds", 1)
         if spelling is None:
             spelling = getattr(output_config, "spelling", False)
+        if rescore is None:
+            rescore = getattr(output_config, "rescore", False)
         return cls(mode, batch_size=batch_size, max_length=max_length, paths=paths,
-                   max_edit_words=int(max_edit_words), rounds=int(rounds), spelling=bool(spelling), **loaded)
+                   max_edit_words=int(max_edit_words), rounds=int(rounds), spelling=bool(spelling),
+                   rescore=bool(rescore), **loaded)
 
     @property
     def device(self) -> torch.device:
@@ -451,6 +469,14 @@ class Corrector:
                 self.guarded += out[i] != text
             if progress is not None:
                 progress(sum(len(units[i]) for i in batch))
+        if self.rescore:  # the output model undoes the edits it scores lower than their absence
+            from editspec.rescoring import rescore, scorer
+
+            changed = [i for i in order if out[i] != units[i]]
+            model = self.t5 if self.t5 is not None else self.edit5
+            score = scorer(model, self.tokenizer, batch_size=4 * self.batch_size)
+            for i, text in zip(changed, rescore([units[i] for i in changed], [out[i] for i in changed], score)):
+                out[i] = text
         return out
 
     def _inputs(self, encoded, eos: int, pad: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -641,7 +667,7 @@ def run_correct(args) -> int:
                                               device=args.device, batch_size=args.batch_size,
                                               max_length=args.max_length,
                                               max_edit_words=args.max_edit_words, rounds=args.rounds,
-                                              spelling=args.spelling)
+                                              spelling=args.spelling, rescore=args.rescore)
         total = os.fstat(stream.fileno()).st_size if args.input != "-" and Path(args.input).is_file() else None
         bar = tqdm(total=total, unit="B", unit_scale=True, desc="correcting", file=sys.stderr,
                    disable=args.no_progress or not sys.stderr.isatty(), dynamic_ncols=True)

@@ -422,7 +422,7 @@ def load_corrector(args: Namespace):
     return Corrector.from_pretrained(model=args.model, mode=args.mode, edit5=args.edit5,
                                      t5=args.t5, device=args.device, batch_size=args.batch_size,
                                      max_edit_words=args.max_edit_words, rounds=args.rounds,
-                                     spelling=args.spelling)
+                                     spelling=args.spelling, rescore=args.rescore)
 
 
 def run_eval(args: Namespace) -> int:
@@ -459,9 +459,10 @@ def run_eval(args: Namespace) -> int:
         mode = getattr(corrector, "mode", None) or args.mode
         outputs, seconds = correct_all(corrector.correct, sources, max(args.batch_size, 1) * 4,
                                        progress=not args.no_progress, desc=mode)
-        if hasattr(corrector, "guarded"):  # its guard (and how many units it kept), rounds, spelling
+        if hasattr(corrector, "guarded"):  # its guard (and how many units it kept), rounds, spelling, rescoring
             settings = {"max_edit_words": corrector.max_edit_words, "guarded": corrector.guarded,
-                        "rounds": corrector.rounds, "spelling": corrector.spelling}
+                        "rounds": corrector.rounds, "spelling": corrector.spelling,
+                        "rescore": corrector.rescore}
     tokens = [retokenize(t, o, s, args.retokenize) for t, o, s in zip(source_tokens, outputs, sources)]
 
     report: dict = {}

@@ -435,11 +435,14 @@ class EdiT5Model(T5PreTrainedModel):
         insertion_labels: torch.LongTensor | None = None,
         pointers: torch.LongTensor | None = None,
         decoder_input_ids: torch.LongTensor | None = None,
+        rows: torch.LongTensor | None = None,
     ) -> EdiT5Output:
         """Teacher-forced pass (``editspec.features.collate_edit5`` gives the arguments).
 
         Gold ``tags`` and ``order_positions`` feed the later steps; the losses are computed
         for the labels given (``tags`` always, ``pointers`` and ``insertion_labels`` if given).
+        With ``rows``, label row i reads input row ``rows[i]``: the encoder runs once per input,
+        however many targets it has (``log_likelihood`` of an output's variants).
         """
         if int(order_positions.max()) >= self.config.max_order_positions:
             raise ValueError(
@@ -452,6 +455,9 @@ class EdiT5Model(T5PreTrainedModel):
             decoder_input_ids = self._shift_right(insertion_labels)
         h, mask = self._encode(input_ids, attention_mask)
         tag_logits = self._tag_logits(h, mask)
+        if rows is not None:
+            h, tag_logits, input_ids, attention_mask = h[rows], tag_logits[rows], input_ids[rows], attention_mask[rows]
+            mask = None if mask is None else mask[rows]
         kept = tags == KEEP
         s = self._tagged_states(h, tags.clamp(min=0))  # padding (IGNORE) embeds as DELETE
         pointer_logits = self._pointer_logits(s, mask, kept, input_ids == self.config.eos_token_id)
@@ -485,6 +491,24 @@ class EdiT5Model(T5PreTrainedModel):
             insertion_loss=losses.get("insertion"), tag_logits=tag_logits,
             pointer_logits=pointer_logits, insertion_logits=insertion_logits,
         )
+
+    @torch.inference_mode()
+    def log_likelihood(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor,
+                       tags: torch.LongTensor, order_positions: torch.LongTensor,
+                       insertion_labels: torch.LongTensor, pointers: torch.LongTensor,
+                       rows: torch.LongTensor | None = None) -> torch.Tensor:
+        """log P(tags, order, insertions | input) per row [batch] (``collate_edit5`` gives the
+        arguments; ``rows`` as in ``forward``): the teacher-forced log-probabilities of the three
+        parts' labels, summed, as the factorisation above multiplies them (the losses of
+        ``forward`` are their means)."""
+        out = self(input_ids=input_ids, attention_mask=attention_mask, tags=tags, rows=rows,
+                   order_positions=order_positions, insertion_labels=insertion_labels, pointers=pointers)
+        total = 0.0
+        for labels, logits in ((tags, out.tag_logits), (pointers, out.pointer_logits),
+                               (insertion_labels, out.insertion_logits)):
+            picked = logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(-1).gather(-1, labels.clamp(min=0)[..., None])[..., 0]
+            total += picked.masked_fill(labels == IGNORE, 0.0).sum(-1)
+        return total
 
     # -- inference --
 

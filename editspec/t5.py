@@ -98,6 +98,20 @@ def decode_step(model: T5ForConditionalGeneration, decoder_input_ids: torch.Tens
                      use_cache=True).logits
 
 
+@torch.inference_mode()
+def log_likelihood(model: T5ForConditionalGeneration, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                   labels: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
+    """log P(labels | input) per row [batch]: one teacher-forced pass, the log-probabilities of
+    the label tokens summed (labels end with EOS, padded with -100). With ``rows``, label row i
+    reads input row ``rows[i]``: the encoder runs once per input, however many targets it has."""
+    hidden = encode(model, input_ids, attention_mask)
+    if rows is not None:
+        hidden, attention_mask = hidden[rows], attention_mask[rows]
+    logits = model(encoder_outputs=(hidden,), attention_mask=attention_mask, labels=labels).logits
+    picked = logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(-1).gather(-1, labels.clamp(min=0)[..., None])[..., 0]
+    return picked.masked_fill(labels < 0, 0.0).sum(-1)
+
+
 def token_probs(logits: torch.Tensor, temperature: float = 1.0, top_p: float = 1.0) -> torch.Tensor:
     """Sampling distribution over the vocabulary for logits [..., vocab]: temperature, then
     top-p (nucleus), as ``generate(do_sample=True)`` applies them; softmax in >= float32."""

@@ -13,7 +13,8 @@ guard would cost a perfect corrector: the share of gold-corrected sentences (ann
 sentences) it would keep as written. ``--write`` stores the
 best N as ``max_edit_words`` in the config.json of the model whose output is returned (T5 in
 modes t5 and speculative, EdiT5 in mode edit5), which ``Corrector.from_pretrained`` reads. It
-tunes one round of correction (``eval/tune_rounds.py`` tunes more, with the guard it finds). Tune
+tunes one round of correction, without rescoring, which comes after the guard
+(``eval/tune_rounds.py`` tunes more rounds, with the guard it finds). Tune
 on a set you do not report (the README: FCE dev for tuning; W&I dev, FCE test, CoNLL-2013 and
 JFLEG dev reported).
 """
@@ -44,7 +45,7 @@ def main() -> None:
     args = p.parse_args()
 
     corrector = Corrector.from_pretrained(args.model, mode=args.mode, batch_size=args.batch_size,
-                                          max_edit_words=0, rounds=1)
+                                          max_edit_words=0, rounds=1, rescore=False)
     evaluator = ErrantEvaluator.from_m2(args.m2, limit=args.limit)
     spans = segment.segment_lines(evaluator.sources, corrector.limits)
     units = segment.unit_texts(evaluator.sources, spans)

@@ -21,7 +21,7 @@ import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from editspec import cli, corrector as corrector_module, segment
-from editspec.corrector import Correction, Corrector, Edit, diff, edit_size, format_diff, guard, resolve_models
+from editspec.corrector import Correction, Corrector, Edit, apply, diff, edit_size, format_diff, guard, resolve_models
 from editspec.errors import EditspecError
 from editspec.tokens import encode
 
@@ -156,12 +156,6 @@ def test_diff_edits_are_source_offsets():
     assert diff(src, src) == []
 
 
-def apply(text: str, edits: list[Edit]) -> str:
-    for e in reversed(edits):
-        text = text[: e.start] + e.correction + text[e.end:]
-    return text
-
-
 @settings(max_examples=100, deadline=None)
 @given(st.text(max_size=40), st.text(max_size=40))
 def test_diff_applies(src, tgt):
@@ -249,6 +243,35 @@ def test_corrector_respells_before_the_model_and_guards_against_the_respelled_un
     c.spelling = False
     assert c.correct(["your leter"]) == ["your leter"]
     assert Corrector.from_pretrained(models / "bundle", device="cpu").spelling is False
+
+
+def test_corrector_rescores_after_the_guard_with_the_output_model(models, monkeypatch, tmp_path, tokenizer):
+    """Rescoring reads the guarded outputs of one round, scored by the model whose output is
+    returned; the default is that model's config."""
+    from editspec import rescoring
+
+    outputs = {"He go to home.": "He goes to the home.", "I like it.": "I like it I like it I like it.", "Yes.": "Yes."}
+    for mode, kind in (("t5", "t5"), ("speculative", "t5"), ("edit5", "edit5")):
+        c = Corrector.from_pretrained(models / "bundle", mode=mode, device="cpu", max_edit_words=3, rescore=True)
+        monkeypatch.setattr(c, "_correct_batch", lambda encoded: [outputs[e.text] for e in encoded])
+        scored = []
+
+        def fake_scorer(model, tok, batch_size):
+            assert model is getattr(c, kind) and tok is c.tokenizer
+            return lambda sources, targets: scored.extend(targets) or \
+                [(0 if "goes" in t else -5) - ("the" in t) for t in targets]  # "the" goes
+
+        monkeypatch.setattr(rescoring, "scorer", fake_scorer)
+        assert c.correct(["He go to home. I like it. Yes."]) == ["He goes to home. I like it. Yes."]
+        assert scored == ["He goes to the home.", "He go to the home.", "He goes to home."]  # not the guarded unit
+    assert Corrector.from_pretrained(models / "bundle", device="cpu").rescore is False
+    model = tiny_t5(tokenizer)
+    model.config.rescore = True  # as the shipped config.json says
+    save(model, tokenizer, tmp_path / "t5")
+    assert Corrector.from_pretrained(edit5=models / "bundle" / "edit5", t5=tmp_path / "t5").rescore is True
+    assert Corrector.from_pretrained(tmp_path / "t5", rescore=False).rescore is False
+    args = cli.build_parser().parse_args(["correct", "x.txt", "--no-rescore"])
+    assert args.rescore is False
 
 
 def test_tune_guard_applies_the_guard_as_the_corrector_does(models):
@@ -451,6 +474,10 @@ def test_speculative_output_is_t5_output(models):
         model.double()
     lines = LINES[:3] + Path(SAMPLE).read_text(encoding="utf-8").splitlines()[:1]
     assert spec.correct(lines) == t5_only.correct(lines)
+    # rescored, both are still T5's output: the T5 rescores it in both modes
+    raw = t5_only.correct(lines)
+    spec.rescore = t5_only.rescore = True
+    assert spec.correct(lines) == t5_only.correct(lines) != raw
 
 
 def test_edit5_and_t5_modes_run(models):

@@ -260,6 +260,45 @@ def test_greedy_inference_matches_teacher_forced_pass(tokenizer, trained):
         assert walk == edits.order
 
 
+def test_log_likelihood_sums_what_the_losses_average(tokenizer):
+    """log P(tags, order, insertions) of a pair is minus the sum of its three parts' losses; with
+    ``rows`` the variants of one source share its encoder pass."""
+    model = tiny_model(tokenizer, marker_ids=marker_ids(tokenizer)).double().eval()
+    data = pairs(6, seed=4)
+    feats = edit5_features_batch(tokenizer, [s for s, _ in data], [t for _, t in data], max_length=48)
+    batch = collate_edit5(feats, tokenizer.pad_token_id)
+    expected = []
+    for f in feats:
+        one = collate_edit5([f], tokenizer.pad_token_id)
+        with torch.no_grad():
+            out = model(**one)
+        expected.append(-sum(float(loss) * int((one[key] != IGNORE).sum()) for loss, key in (
+            (out.tag_loss, "tags"), (out.pointer_loss, "pointers"), (out.insertion_loss, "insertion_labels"))))
+    assert model.log_likelihood(**batch).tolist() == pytest.approx(expected, rel=1e-6)  # losses are fp32
+    rows = torch.tensor([3, 3, 0])
+    labels = {k: v[rows] for k, v in batch.items() if k not in ("input_ids", "attention_mask")}
+    assert model.log_likelihood(batch["input_ids"], batch["attention_mask"], rows=rows, **labels).tolist() == \
+        pytest.approx([expected[3], expected[3], expected[0]], rel=1e-6)
+
+
+def test_rescoring_keeps_the_learned_edits_and_undoes_a_wrong_one(tokenizer, trained):
+    from editspec.corrector import diff
+    from editspec.rescoring import rescore, scorer
+
+    model, data, _, _ = trained
+    score = scorer(model, tokenizer, batch_size=6)
+    changed = [(s, t) for s, t in data if s != t]
+    assert len(changed) >= 12
+    assert rescore([s for s, _ in changed], [t for _, t in changed], score) == [t for _, t in changed]
+    wrong = [t.replace(" ", " very ", 1) for _, t in changed]  # a word no pair inserts
+    apart = [k for k, (s, t) in enumerate(changed) if len(diff(s, wrong[k])) == len(diff(s, t)) + 1]
+    assert len(apart) >= 4
+    rescored = rescore([changed[k][0] for k in apart], [wrong[k] for k in apart], score)
+    assert not any("very" in r for r in rescored)
+    # each edit is judged beside the others: after an unseen "very" the model may doubt a right one
+    assert sum(r == changed[k][1] for r, k in zip(rescored, apart)) >= len(apart) / 2
+
+
 def test_marker_gap_starts_as_the_pointed_checkpoint_and_learns(tokenizer, tmp_path):
     """Adding gap keys to a pointed checkpoint changes no output until they are trained (they
     start at zero), and the loss reaches them (a zero key that got no gradient would stay dead)."""

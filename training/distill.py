@@ -54,7 +54,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from editspec.corpora import data_dir, read_m2
-from editspec.corrector import Corrector, atomic_output, diff
+from editspec.corrector import Corrector, apply, atomic_output, diff
 from editspec.synthetic import WI_TRAIN_M2, WIKI_DIR, synthetic_pairs
 
 
@@ -120,9 +120,7 @@ def right_edits(source: str, teacher: str, clean: str) -> str:
     """``source`` with the teacher's edits that turning it into ``clean`` also makes (the
     module docstring's example)."""
     right = set(diff(source, clean))
-    for e in sorted(set(diff(source, teacher)) & right, key=lambda e: e.start, reverse=True):
-        source = source[:e.start] + e.correction + source[e.end:]
-    return source
+    return apply(source, [e for e in diff(source, teacher) if e in right])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,106 @@
+"""Rescoring: an edit stays only if the model that made it scores the output above the output
+without it.
+
+Greedy decoding picks one token (or tag, or insertion) at a time; the output as a whole can be
+less likely, under the same model, than that output with one of its edits undone. Rescoring asks
+the model that wrote the output, one teacher-forced pass per variant::
+
+    source     "I am 20 years old and I like play football."
+    output     "I am 20 the years old and I like to play football."     (a greedy EdiT5 output)
+    edits      (8, 8) "" -> "the ",  (28, 28) "" -> " to"              (``corrector.diff``)
+    variants   the output, and the output with each edit undone (all the others kept):
+               "I am 20 the years old and I like to play football."    log P = s
+               "I am 20 years old and I like to play football."        log P = s1 (no "the")
+               "I am 20 the years old and I like play football."       log P = s2 (no "to")
+    keep       edit k when s >= sk: here s1 > s >= s2, so "the" goes and "to" stays
+    result     "I am 20 years old and I like to play football."
+
+log P is the model's own: T5's teacher-forced probability of the output tokens
+(``t5.log_likelihood``), EdiT5's of the tags, order and insertions that turn the source into it
+(``EdiT5Model.log_likelihood``, features as in training). The speculative mode's output is the
+T5's, so the T5 rescores it and the two modes still return the same text. Each edit is judged
+beside all the others, and the kept ones are made together. It costs one batched teacher-forced
+pass over the changed units' variants (README "Rescoring" has the measured cost and what it does
+to each model's scores); the biases of ``generate_edits`` (keep, stop) are not part of the score.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import torch
+
+from editspec.corrector import apply, diff
+
+# log P(target | source) for each (source, target) row, or None where the model cannot score it
+Scorer = Callable[[Sequence[str], Sequence[str]], list[float | None]]
+
+
+def rescore(sources: Sequence[str], outputs: Sequence[str], score: Scorer) -> list[str]:
+    """``outputs`` with each edit (``diff(source, output)``) undone whose undoing ``score`` rates
+    higher than the output; an output ``score`` cannot rate stays as it is."""
+    rows: tuple[list[str], list[str]] = ([], [])
+    plan = []  # (unit, its edits, first row)
+    for i, (source, output) in enumerate(zip(sources, outputs)):
+        edits = diff(source, output)
+        if edits:
+            plan.append((i, edits, len(rows[1])))
+            variants = [output] + [apply(source, edits[:k] + edits[k + 1:]) for k in range(len(edits))]
+            rows[0].extend([source] * len(variants))
+            rows[1].extend(variants)
+    scores = score(*rows) if rows[1] else []
+    result = list(outputs)
+    for i, edits, at in plan:
+        full, undone = scores[at], scores[at + 1:at + 1 + len(edits)]
+        if full is None or None in undone:
+            continue
+        kept = [e for e, s in zip(edits, undone) if full >= s]
+        if len(kept) < len(edits):
+            result[i] = apply(sources[i], kept)
+    return result
+
+
+def scorer(model, tokenizer, batch_size: int = 64) -> Scorer:
+    """The ``Scorer`` of a T5 (``T5ForConditionalGeneration``) or an EdiT5 and its tokenizer."""
+    from editspec.features import collate_edit5, collate_t5, edit5_features_batch, pad, t5_features_batch
+
+    if model.config.model_type == "edit5":
+        def features(sources, targets):  # the pairs training would take, no others
+            return edit5_features_batch(tokenizer, sources, targets, model.config.max_order_positions)
+
+        def log_likelihood(rows, inputs, which):
+            labels = collate_edit5(rows, tokenizer.pad_token_id)
+            del labels["input_ids"], labels["attention_mask"]
+            return model.log_likelihood(**_on(model, {**inputs, **labels, "rows": which}))
+    else:
+        from editspec import t5
+
+        def features(sources, targets):
+            return t5_features_batch(tokenizer, sources, targets, max_length=1 << 30)
+
+        def log_likelihood(rows, inputs, which):
+            labels = collate_t5(rows, tokenizer.pad_token_id)["labels"]
+            return t5.log_likelihood(model, **_on(model, {**inputs, "labels": labels, "rows": which}))
+
+    def score(sources: Sequence[str], targets: Sequence[str]) -> list[float | None]:
+        rows = features(sources, targets)
+        out: list[float | None] = [None] * len(rows)
+        todo = sorted((i for i, r in enumerate(rows) if r is not None), key=lambda i: len(rows[i]["input_ids"]))
+        for start in range(0, len(todo), batch_size):  # similar lengths together: little padding
+            chunk = [rows[i] for i in todo[start:start + batch_size]]
+            # the encoder reads each distinct source once: a unit's variants share theirs
+            distinct = list(dict.fromkeys(tuple(r["input_ids"]) for r in chunk))
+            index = {ids: n for n, ids in enumerate(distinct)}
+            inputs = {"input_ids": pad(distinct, tokenizer.pad_token_id),
+                      "attention_mask": pad([[1] * len(ids) for ids in distinct], 0)}
+            which = torch.tensor([index[tuple(r["input_ids"])] for r in chunk])
+            with torch.inference_mode():
+                for i, value in zip(todo[start:start + batch_size], log_likelihood(chunk, inputs, which).tolist()):
+                    out[i] = value
+        return out
+
+    return score
+
+
+def _on(model, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {k: v.to(model.device) for k, v in batch.items()}

@@ -1,0 +1,102 @@
+"""Rescoring (editspec/rescoring.py): the algorithm with stated scores, each model's log-likelihood
+against its own decoding, and an overfitted T5 keeping its right edits and undoing a wrong one
+(the EdiT5's counterpart is in test_modeling_edit5.py, beside its overfitted fixture)."""
+
+import pytest
+import torch
+from transformers import T5Config, T5ForConditionalGeneration
+
+from editspec import t5
+from editspec.corrector import diff
+from editspec.features import collate_t5, t5_features_batch
+from editspec.rescoring import rescore, scorer
+from test_modeling_edit5 import pairs
+from test_t5 import random_batch, random_t5
+
+SOURCE = "I am 20 years old and I like play football."
+OUTPUT = "I am 20 the years old and I like to play football."
+NO_THE = "I am 20 years old and I like to play football."
+NO_TO = "I am 20 the years old and I like play football."
+
+
+def test_docstring_example():
+    assert [(e.start, e.end, e.correction) for e in diff(SOURCE, OUTPUT)] == [(8, 8, "the "), (28, 28, " to")]
+    scores, seen = {OUTPUT: -10.0, NO_THE: -8.0, NO_TO: -12.0}, []
+
+    def score(sources, targets):
+        seen.extend(zip(sources, targets))
+        return [scores[t] for t in targets]
+
+    assert rescore([SOURCE, "Yes."], [OUTPUT, "Yes."], score) == [NO_THE, "Yes."]
+    assert seen == [(SOURCE, OUTPUT), (SOURCE, NO_THE), (SOURCE, NO_TO)]  # unchanged units cost nothing
+
+
+def test_ties_keep_and_an_unscored_unit_stays():
+    assert rescore([SOURCE], [OUTPUT], lambda s, t: [0.0] * len(t)) == [OUTPUT]  # s >= s_k keeps
+    assert rescore([SOURCE], [OUTPUT], lambda s, t: [None] + [1.0] * (len(t) - 1)) == [OUTPUT]
+    assert rescore([SOURCE], [OUTPUT], lambda s, t: [-1.0] + [0.0] * (len(t) - 1)) == [SOURCE]  # both go
+    assert rescore([], [], lambda s, t: 1 / 0) == []
+
+
+def test_t5_log_likelihood_is_the_sum_of_its_greedy_step_log_probs():
+    model = random_t5(3)
+    ids, mask = random_batch(torch.Generator().manual_seed(3), 6, model.config.vocab_size)
+    outputs = t5.greedy(model, ids, mask, max_new_tokens=10)
+    expected = []
+    for row, out in enumerate(outputs):  # one step at a time, through the cache
+        labels = out + [1] if len(out) < 10 else out  # an output cut by max_new_tokens has no EOS
+        hidden, cache = t5.encode(model, ids[row:row + 1], mask[row:row + 1]), t5.new_cache(model)
+        total, previous = 0.0, 0
+        for token in labels:
+            logits = t5.decode_step(model, torch.tensor([[previous]]), hidden, mask[row:row + 1], cache)
+            total += logits[0, -1].log_softmax(-1)[token].item()
+            previous = token
+        expected.append(total)
+    labels = [o + [1] if len(o) < 10 else o for o in outputs]
+    padded = collate_t5([{"input_ids": [], "labels": label} for label in labels])["labels"]
+    assert t5.log_likelihood(model, ids, mask, padded).tolist() == pytest.approx(expected, abs=1e-9)
+    # with rows, the encoder reads each input once and row i reads input rows[i]
+    rows = torch.tensor([2, 0, 2, 5])
+    assert t5.log_likelihood(model, ids, mask, padded[rows], rows=rows).tolist() == \
+        pytest.approx([expected[i] for i in rows.tolist()], abs=1e-9)
+
+
+@pytest.fixture(scope="module")
+def overfitted_t5(tokenizer):
+    """A tiny T5 trained until its greedy output is the target of each of 20 pairs (deletions,
+    insertions, a swap, replacements, unchanged)."""
+    torch.manual_seed(0)
+    sources, targets = zip(*pairs(20))
+    model = T5ForConditionalGeneration(T5Config(
+        vocab_size=len(tokenizer), d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4,
+        dropout_rate=0.0, decoder_start_token_id=tokenizer.pad_token_id, pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id))
+    batch = collate_t5(t5_features_batch(tokenizer, sources, targets, 64), tokenizer.pad_token_id)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    wanted = [f["labels"][:-1] for f in t5_features_batch(tokenizer, sources, targets, 64)]
+    for step in range(600):
+        model.train()
+        loss = model(**batch).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if step % 20 == 19:
+            model.eval()
+            if t5.greedy(model, batch["input_ids"], batch["attention_mask"], 40) == wanted:
+                break
+    model.eval()
+    assert t5.greedy(model, batch["input_ids"], batch["attention_mask"], 40) == wanted, step
+    return model, sources, targets
+
+
+def test_an_overfitted_t5_keeps_its_right_edits_and_undoes_a_wrong_one(tokenizer, overfitted_t5):
+    model, sources, targets = overfitted_t5
+    score = scorer(model, tokenizer, batch_size=5)
+    changed = [(s, t) for s, t in zip(sources, targets) if s != t]
+    assert len(changed) >= 12
+    assert rescore([s for s, _ in changed], [t for _, t in changed], score) == [t for _, t in changed]
+    # the target with a word the training pairs never had, away from the right edits
+    wrong = [t.replace(" ", " very ", 1) for _, t in changed]
+    apart = [k for k, (s, _) in enumerate(changed) if len(diff(s, wrong[k])) == len(diff(s, changed[k][1])) + 1]
+    assert len(apart) >= 4
+    assert rescore([changed[k][0] for k in apart], [wrong[k] for k in apart], score) == [changed[k][1] for k in apart]
