@@ -328,6 +328,38 @@ def time_spelling(sources: Sequence[str], warmup: int) -> dict:
     return {**summary(times), "load_seconds": load_seconds}
 
 
+def time_rescoring(corrector, sources: Sequence[str], warmup: int) -> dict:
+    """ms per sentence of ``editspec.rescoring`` for each model ``corrector`` holds ({"edit5": ...,
+    "t5": ...}): a step after the model, so it is timed apart from the modes, on that model's own
+    outputs of ``sources`` (as the corrector reads them), one sentence at a time after ``warmup``
+    untimed ones; ``changed`` counts the outputs it had edits to score."""
+    from editspec.corrector import Corrector
+    from editspec.rescoring import rescore, scorer
+
+    units = list(sources)
+    if corrector.spelling:
+        from editspec.spelling import respell_all
+
+        units = respell_all(units)
+    timed = {}
+    for kind in ("edit5", "t5"):
+        model, tok = getattr(corrector, kind), getattr(corrector, f"{kind}_tokenizer")
+        if model is None:
+            continue
+        plain = Corrector(kind, **{kind: model, f"{kind}_tokenizer": tok}, paths=corrector.paths,
+                          max_edit_words=corrector.max_edit_words)
+        outputs, score = plain.correct(units), scorer(model, tok)
+        for unit, output in zip(units[:warmup], outputs[:warmup]):
+            rescore([unit], [output], score)
+        times = []
+        for unit, output in zip(units, outputs):
+            start = time.perf_counter()
+            rescore([unit], [output], score)
+            times.append((time.perf_counter() - start) * 1e3)
+        timed[kind] = {**summary(times), "changed": sum(o != u for o, u in zip(outputs, units))}
+    return timed
+
+
 def _median(s: dict | None) -> float | None:
     return None if s is None else s["median"]
 
@@ -845,6 +877,10 @@ def markdown(report: dict) -> str:
         lines[-1:-1] = [f"- spelling (`editspec.spelling`, on the text before every mode, not in the "
                         f"latencies below): median {s['median']:.3f} ms per sentence, p90 {s['p90']:.3f}; "
                         f"loaded once in {s['load_seconds']:.1f} s"]
+    for kind, r in (report.get("rescoring") or {}).items():
+        lines[-1:-1] = [f"- rescoring with the {'EdiT5' if kind == 'edit5' else 'T5'} (`editspec.rescoring`, on its "
+                        f"output, not in the latencies below): median {r['median']:.2f} ms per sentence, p90 "
+                        f"{r['p90']:.2f}, mean {r['mean']:.2f} ({r['changed']} of {r['n']} outputs changed)"]
     modes = report.get("modes") or {}
     if modes:
         lines += [
@@ -1089,6 +1125,8 @@ def run_profile(args) -> int:
             report["sentences"], report["skipped_long"] = raw["sentences"], raw["skipped_long"]
             if corrector.spelling:
                 report["spelling"] = time_spelling(sources, args.warmup)
+            if corrector.rescore:
+                report["rescoring"] = time_rescoring(corrector, sources, args.warmup)
             tokenizer = profiler.tokenizer
         if args.architectures:
             if tokenizer is None:

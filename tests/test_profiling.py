@@ -191,3 +191,14 @@ def test_missing_drafter_is_skipped_with_a_note(bundle, tmp_path):
 def test_spelling_is_timed_apart_from_the_modes():
     timed = profiling.time_spelling(["I recieve your leter.", "Fine."] * 3, warmup=1)
     assert timed["n"] == 6 and 0 < timed["median"] <= timed["p90"] < 1000 and timed["load_seconds"] >= 0
+
+
+def test_rescoring_is_timed_apart_on_each_models_outputs(bundle):
+    from editspec.corrector import Corrector
+
+    corrector = Corrector.from_pretrained(bundle, device="cpu", rescore=True)
+    timed = profiling.time_rescoring(corrector, ["He go to school.", "I like it very much."] * 3, warmup=1)
+    assert set(timed) == {"edit5", "t5"}
+    for t in timed.values():
+        assert t["n"] == 6 and 0 < t["median"] <= t["p90"] < 10_000 and 0 <= t["changed"] <= 6
+    assert timed["t5"]["changed"] > 0  # a random T5 rewrites: there was something to score
