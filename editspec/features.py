@@ -137,6 +137,14 @@ def edit5_features(
     return edit5_features_batch(tok, [source_text], [target_text], max_length, stats)[0]
 
 
+def label_log_probs(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Per row [batch], the summed log-probabilities of the label tokens (``logits`` [batch,
+    length, classes], ``labels`` [batch, length], IGNORE skipped), computed in >= float32."""
+    log_probs = logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(-1)
+    picked = log_probs.gather(-1, labels.clamp(min=0)[..., None])[..., 0]
+    return picked.masked_fill(labels == IGNORE, 0.0).sum(-1)
+
+
 def pad(sequences: Sequence[Sequence[int]], value: int) -> torch.Tensor:
     """Right-pad to the longest sequence: a (batch, length) long tensor."""
     width = max((len(s) for s in sequences), default=0)

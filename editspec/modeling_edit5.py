@@ -87,7 +87,7 @@ from transformers.modeling_outputs import ModelOutput
 from transformers.models.t5.modeling_t5 import T5Attention, T5Block, T5LayerNorm, T5PreTrainedModel, T5Stack
 
 from editspec.edits import DELETE, KEEP, Edits, realize_aligned
-from editspec.features import IGNORE, pad
+from editspec.features import IGNORE, label_log_probs, pad
 from editspec.tokens import encode, marker_ids, render
 
 
@@ -503,12 +503,8 @@ class EdiT5Model(T5PreTrainedModel):
         ``forward`` are their means)."""
         out = self(input_ids=input_ids, attention_mask=attention_mask, tags=tags, rows=rows,
                    order_positions=order_positions, insertion_labels=insertion_labels, pointers=pointers)
-        total = 0.0
-        for labels, logits in ((tags, out.tag_logits), (pointers, out.pointer_logits),
-                               (insertion_labels, out.insertion_logits)):
-            picked = logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(-1).gather(-1, labels.clamp(min=0)[..., None])[..., 0]
-            total += picked.masked_fill(labels == IGNORE, 0.0).sum(-1)
-        return total
+        return (label_log_probs(out.tag_logits, tags) + label_log_probs(out.pointer_logits, pointers)
+                + label_log_probs(out.insertion_logits, insertion_labels))
 
     # -- inference --
 

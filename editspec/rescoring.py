@@ -3,7 +3,7 @@ without it.
 
 Greedy decoding picks one token (or tag, or insertion) at a time; the output as a whole can be
 less likely, under the same model, than that output with one of its edits undone. Rescoring asks
-the model that wrote the output, one teacher-forced pass per variant::
+the model that wrote the output, in teacher-forced passes over the variants (batched)::
 
     source     "I am 20 years old and I like play football."
     output     "I am 20 the years old and I like to play football."     (a greedy EdiT5 output)

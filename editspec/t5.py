@@ -35,6 +35,7 @@ from transformers import (
 from transformers.generation.logits_process import TemperatureLogitsWarper, TopPLogitsWarper
 
 from editspec.errors import EditspecError
+from editspec.features import label_log_probs
 
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
           "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
@@ -108,8 +109,7 @@ def log_likelihood(model: T5ForConditionalGeneration, input_ids: torch.Tensor, a
     if rows is not None:
         hidden, attention_mask = hidden[rows], attention_mask[rows]
     logits = model(encoder_outputs=(hidden,), attention_mask=attention_mask, labels=labels).logits
-    picked = logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(-1).gather(-1, labels.clamp(min=0)[..., None])[..., 0]
-    return picked.masked_fill(labels < 0, 0.0).sum(-1)
+    return label_log_probs(logits, labels)
 
 
 def token_probs(logits: torch.Tensor, temperature: float = 1.0, top_p: float = 1.0) -> torch.Tensor:

@@ -71,9 +71,9 @@ def overfitted_t5(tokenizer):
         vocab_size=len(tokenizer), d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4,
         dropout_rate=0.0, decoder_start_token_id=tokenizer.pad_token_id, pad_token_id=tokenizer.pad_token_id,
         eos_token_id=tokenizer.eos_token_id))
-    batch = collate_t5(t5_features_batch(tokenizer, sources, targets, 64), tokenizer.pad_token_id)
+    features = t5_features_batch(tokenizer, sources, targets, 64)
+    batch, wanted = collate_t5(features, tokenizer.pad_token_id), [f["labels"][:-1] for f in features]
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    wanted = [f["labels"][:-1] for f in t5_features_batch(tokenizer, sources, targets, 64)]
     for step in range(600):
         model.train()
         loss = model(**batch).loss
