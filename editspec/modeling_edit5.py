@@ -87,6 +87,7 @@ from transformers.modeling_outputs import ModelOutput
 from transformers.models.t5.modeling_t5 import T5Attention, T5Block, T5LayerNorm, T5PreTrainedModel, T5Stack
 
 from editspec.edits import DELETE, KEEP, Edits, realize_aligned
+from editspec.t5 import CACHE_ARG
 from editspec.features import IGNORE, label_log_probs, pad
 from editspec.tokens import encode, marker_ids, render
 
@@ -585,7 +586,7 @@ class EdiT5Model(T5PreTrainedModel):
                 hidden, self_bias, _ = block(
                     hidden, position_bias=self_bias, encoder_hidden_states=states,
                     encoder_attention_mask=cross_mask, encoder_decoder_position_bias=cross_bias,
-                    past_key_values=cache,
+                    **{CACHE_ARG: cache},
                 )
             hidden = self.decoder.final_layer_norm(hidden[:, -1:])
             logits = self._lm_logits(hidden, markers)[:, 0]

@@ -6,7 +6,7 @@ separately:
 
   encode       run the encoder once per batch;
   decode_step  feed one or more decoder tokens per row through the decoder, reusing and growing
-               the key/value cache (``past_key_values``), and return their logits.
+               the key/value cache (``CACHE_ARG``), and return their logits.
 
 Greedy decoding is then a short loop: start with ``decoder_start_token_id`` (T5: the pad id),
 feed the last token, take the argmax, stop a row at EOS. It matches
@@ -21,6 +21,7 @@ so a timer can also wrap ``editspec.t5.encode`` and ``editspec.t5.decode_step`` 
 
 from __future__ import annotations
 
+import inspect
 import os
 from typing import Callable
 
@@ -33,12 +34,16 @@ from transformers import (
     T5ForConditionalGeneration,
 )
 from transformers.generation.logits_process import TemperatureLogitsWarper, TopPLogitsWarper
+from transformers.models.t5.modeling_t5 import T5Block
 
 from editspec.errors import EditspecError
 from editspec.features import label_log_probs
 
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
           "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
+# the keyword of the key/value cache in T5's forward methods: transformers 5.24 renamed it from
+# past_key_values (which now warns on every call, and goes in 5.40) to cache
+CACHE_ARG = "cache" if "cache" in inspect.signature(T5Block.forward).parameters else "past_key_values"
 
 
 def default_device() -> torch.device:
@@ -95,8 +100,8 @@ def decode_step(model: T5ForConditionalGeneration, decoder_input_ids: torch.Tens
     """
     with record_function("editspec.t5.decode_step"):
         return model(encoder_outputs=(encoder_hidden,), attention_mask=attention_mask,
-                     decoder_input_ids=decoder_input_ids, past_key_values=cache,
-                     use_cache=True).logits
+                     decoder_input_ids=decoder_input_ids, use_cache=True,
+                     **{CACHE_ARG: cache}).logits
 
 
 @torch.inference_mode()

@@ -269,7 +269,10 @@ def test_edit5_drafter_realizes_edits():
         EdiT5Drafter(FakeEdiT5(targets, []))
 
 
+@pytest.mark.filterwarnings("error::FutureWarning")  # e.g. a cache keyword transformers renamed
 def test_edit5_drafter_with_a_random_edit5_model():
+    """EdiT5's drafts are its realized edits, and speculative output is T5's; the three decoding
+    loops call transformers without its deprecation warnings, which `editspec correct` would print."""
     from editspec.edits import realize
     from editspec.modeling_edit5 import EdiT5Config, EdiT5Model
 
