@@ -87,8 +87,8 @@ from transformers.modeling_outputs import ModelOutput
 from transformers.models.t5.modeling_t5 import T5Attention, T5Block, T5LayerNorm, T5PreTrainedModel, T5Stack
 
 from editspec.edits import DELETE, KEEP, Edits, realize_aligned
-from editspec.t5 import CACHE_ARG
 from editspec.features import IGNORE, label_log_probs, pad
+from editspec.t5 import CACHE_ARG
 from editspec.tokens import encode, marker_ids, render
 
 
