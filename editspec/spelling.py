@@ -18,6 +18,11 @@ wordfreq knows how often a word is written. A word is respelled like this::
                 the word's own count: "your letter" wins
     text        "I receive your letter because of the Tokyo meeting."
 
+The pronoun is capitalised too: "i think i'm late" -> "I think I'm late" (a lone "i", or one before
+an apostrophe; not "i.e.", "(i)" or "i-th"). In W&I train + FCE train its annotators write 348 of
+371 lone "i" as "I" (the rest sit inside larger edits), and the models alone left 20 of W&I dev's 53
+as written.
+
 Everything else (other characters, spacing, capitalised words) is copied as written. Written
 here rather than with symspellpy's ``lookup_compound``, which re-spaces and lower-cases the whole
 text and drops its punctuation. README "Spelling" has what it does to each model's scores and
@@ -32,6 +37,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 WORD = re.compile(r"(?<![\w'’-])[a-z]+(?![\w'’-])")
+PRONOUN_I = re.compile(r"(?<![\w'’.(-])i(?![\w)-]|\.\w)")
 NEIGHBOUR = re.compile(r"\w+")
 
 
@@ -53,7 +59,9 @@ class Speller:
         self.common("the")  # wordfreq reads its word list now, not at the first rare word
 
     def respell(self, text: str) -> str:
-        """``text`` with each unknown lower-case word replaced by its best candidate (see above)."""
+        """``text`` with each unknown lower-case word replaced by its best candidate, and the
+        pronoun "i" capitalised (see above)."""
+        text = PRONOUN_I.sub("I", text)
         parts, cursor = [], 0
         for match in WORD.finditer(text):
             word = match.group()

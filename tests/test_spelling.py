@@ -32,12 +32,19 @@ def test_only_unknown_lower_case_words_change(speller):
     assert speller.respell("usefull, becouse") == "useful, because"
 
 
+def test_pronoun_i_is_capitalised(speller):
+    assert speller.respell("i think i'm late, so do i.") == "I think I'm late, so do I."
+    assert speller.respell("what i’ve seen: i") == "what I’ve seen: I"
+    kept = ["i.e. this", "(i) first", "i-th", "x_i", "hi", "ii", "Pi", "'i"]
+    assert [speller.respell(t) for t in kept] == kept
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.text(alphabet=st.sampled_from("abcdefghij Kz.,'-\t😀é"), max_size=40))
 def test_respell_keeps_everything_but_words(speller, text):
     out = speller.respell(text)
-    strip = lambda s: "".join(c for c in s if not ("a" <= c <= "z"))  # noqa: E731
-    assert strip(out) == strip(text)  # only lower-case letters change, nothing else moves
+    strip = lambda s: "".join(c for c in s if not ("a" <= c <= "z" or c == "I"))  # noqa: E731
+    assert strip(out) == strip(text)  # only lower-case letters change ("i" to "I"), nothing else moves
 
 
 def test_settings_each_do_what_they_say(speller):
