@@ -10,7 +10,8 @@ What happens to a line::
     line       "  She go to school every days.  I like it."
     segment    (2, 31) "She go to school every days."    (2 spaces before, 2 between:
                (33, 43) "I like it."                       kept verbatim, never modelled)
-    spelling   with ``spelling`` on, words no dictionary holds are respelled (``editspec.spelling``)
+    spelling   with ``spelling`` on, words no dictionary holds are respelled and capitals restored
+               ("i", sentence starts; ``editspec.spelling``)
     batch      all units of all lines, longest first, ``batch_size`` at a time
     model      edit5        tags, pointers, insertions -> realize_aligned -> render
                t5           greedy ids -> render_ids (aligned to the source)
@@ -409,7 +410,8 @@ class Corrector:
         if isinstance(texts, str):
             raise TypeError("correct() takes a list of texts, not one string")
         spans = segment.segment_lines(texts, self.limits)
-        return segment.rejoin_lines(texts, spans, self.correct_units(segment.unit_texts(texts, spans), progress))
+        units = segment.unit_texts(texts, spans)
+        return segment.rejoin_lines(texts, spans, self.correct_units(units, progress, segment.starts_line(spans)))
 
     def correct_detailed(self, texts: Sequence[str],
                          progress: Callable[[int], None] | None = None) -> list[Correction]:
@@ -419,16 +421,18 @@ class Corrector:
 
     # -- batches --
 
-    def correct_units(self, units: Sequence[str], progress: Callable[[int], None] | None = None) -> list[str]:
+    def correct_units(self, units: Sequence[str], progress: Callable[[int], None] | None = None,
+                      starts_line: Sequence[bool] | None = None) -> list[str]:
         """The units after the last of ``rounds`` rounds (see ``correct_rounds``)."""
         out = list(units)
-        for out in self.correct_rounds(units, progress):
+        for out in self.correct_rounds(units, progress, starts_line):
             pass
         return out
 
-    def correct_rounds(self, units: Sequence[str],
-                       progress: Callable[[int], None] | None = None) -> Iterator[list[str]]:
-        """All units after each of the ``rounds`` rounds (after spelling, if on).
+    def correct_rounds(self, units: Sequence[str], progress: Callable[[int], None] | None = None,
+                       starts_line: Sequence[bool] | None = None) -> Iterator[list[str]]:
+        """All units after each of the ``rounds`` rounds (after spelling, if on; ``starts_line``
+        as in ``spelling.respell_all``, from ``segment.starts_line``).
 
         A round corrects again only the units the round before changed (so once none changed,
         the rest cost nothing): a one-pass model often fixes an error only once the one beside
@@ -439,7 +443,7 @@ class Corrector:
         if self.spelling:
             from editspec.spelling import respell_all
 
-            units = respell_all(units)
+            units = respell_all(units, starts_line)
         out = list(units)
         todo = list(range(len(units)))
         for round_ in range(self.rounds):

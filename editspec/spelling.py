@@ -1,4 +1,5 @@
-"""Spelling: words no dictionary holds are respelled before the model reads the text.
+"""Spelling: words no dictionary holds are respelled, and capitals restored, before the model
+reads the text.
 
 Our models learn spelling from 62k learner sentences and know few misspellings; symspellpy's
 English frequency dictionary holds 82,765 words and its bigram list 242,342 word pairs, and
@@ -18,10 +19,20 @@ wordfreq knows how often a word is written. A word is respelled like this::
                 the word's own count: "your letter" wins
     text        "I receive your letter because of the Tokyo meeting."
 
-The pronoun is capitalised too: "i think i'm late" -> "I think I'm late" (a lone "i", or one before
-an apostrophe; not "i.e.", "(i)" or "i-th"). In W&I train + FCE train its annotators write 348 of
-371 lone "i" as "I" (the rest sit inside larger edits), and the models alone left 20 of W&I dev's 53
-as written.
+Capitals come back where English always has them (these are R:ORTH edits, and the models alone
+leave many of them out):
+
+    pronoun     a lone "i", or one before an apostrophe: "i think i'm late" -> "I think I'm late"
+                (not "i.e.", "(i)" or "i-th"). W&I train + FCE train's annotators write 348 of 371
+                lone "i" as "I" (the rest sit inside larger edits).
+    sentences   a lower-case word after ". ", "! " or "? " (not after "e.g.", "etc.", "Mr.", "..." or
+                one letter), and the unit's first word when the unit begins its line:
+                "how are you? are you ok" -> "How are you? Are you ok". A sentence that starts in
+                lower case continues the one before (``editspec.segment``), so only the first unit
+                of a line can start one; a later unit starting in lower case is the rest of a long
+                sentence cut in two, and keeps its case. W&I train's annotators capitalise 802 of
+                1,133 such words, FCE train's 163 of 374 (its letters' "yours sincerely" and
+                fragments that start with "and").
 
 Everything else (other characters, spacing, capitalised words) is copied as written. Written
 here rather than with symspellpy's ``lookup_compound``, which re-spaces and lower-cases the whole
@@ -33,10 +44,12 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Sequence
 from pathlib import Path
 
 WORD = re.compile(r"(?<![\w'’-])[a-z]+(?![\w'’-])")
+SENTENCE_START = re.compile(r"(?:^|(?<=[.!?])\s+)([a-z]+)(?![\w'’-]|\.\w)")
+ABBREVIATION = re.compile(r"(?:\b[a-zA-HJ-Z]|\.\w*|\.\.|\b(?i:etc|vs|cf|al|approx|incl|no|mr|mrs|ms|dr|st))[.!?]$")
 PRONOUN_I = re.compile(r"(?<![\w'’.(-])i(?![\w)-]|\.\w)")
 NEIGHBOUR = re.compile(r"\w+")
 
@@ -58,10 +71,11 @@ class Speller:
         self.symspell.load_bigram_dictionary(data / "frequency_bigramdictionary_en_243_342.txt", 0, 2)
         self.common("the")  # wordfreq reads its word list now, not at the first rare word
 
-    def respell(self, text: str) -> str:
-        """``text`` with each unknown lower-case word replaced by its best candidate, and the
-        pronoun "i" capitalised (see above)."""
+    def respell(self, text: str, starts_line: bool = True) -> str:
+        """``text`` with each unknown lower-case word replaced by its best candidate, and capitals
+        restored (see above); its first word only if it ``starts_line``."""
         text = PRONOUN_I.sub("I", text)
+        text = SENTENCE_START.sub(lambda m: _capitalised(text, m, starts_line), text)
         parts, cursor = [], 0
         for match in WORD.finditer(text):
             word = match.group()
@@ -104,6 +118,13 @@ class Speller:
         return max(found, key=lambda s: ((seen(s.term) + 1) * prior(s.term), s.count)).term
 
 
+def _capitalised(text: str, match: re.Match, starts_line: bool) -> str:
+    """A ``SENTENCE_START`` match, its word capitalised unless no sentence starts there."""
+    if (match.start() == 0 and not starts_line) or ABBREVIATION.search(text, 0, match.start()):
+        return match.group()
+    return match.group()[: match.start(1) - match.start()] + match.group(1).capitalize()
+
+
 def _within(short: str, long: str) -> bool:
     """``short`` is ``long`` with letters left out ("wich" in "which")."""
     letters = iter(long)
@@ -117,8 +138,11 @@ def load_speller() -> Speller:
     return Speller()
 
 
-def respell_all(texts: Iterable[str]) -> list[str]:
+def respell_all(texts: Sequence[str], starts_line: Sequence[bool] | None = None) -> list[str]:
     """Each text after the spelling step, with the process's one Speller: how the Corrector, the
-    training data (``respell: true``), distillation and the tuning scripts all respell."""
+    training data (``respell: true``), distillation and the tuning scripts all respell.
+    ``starts_line``: whether each text begins its line (``segment.starts_line``; default: all do,
+    as whole sentences do)."""
     speller = load_speller()
-    return [speller.respell(text) for text in texts]
+    starts_line = [True] * len(texts) if starts_line is None else starts_line
+    return [speller.respell(text, first) for text, first in zip(texts, starts_line, strict=True)]

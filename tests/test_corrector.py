@@ -245,6 +245,16 @@ def test_corrector_respells_before_the_model_and_guards_against_the_respelled_un
     assert Corrector.from_pretrained(models / "bundle", device="cpu").spelling is False
 
 
+def test_corrector_capitalises_a_line_s_first_word_but_not_a_chunked_sentence_s_rest(models, monkeypatch):
+    c = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", spelling=True, max_length=12)
+    seen = []
+    monkeypatch.setattr(c, "_correct_batch", lambda encoded: seen.extend(e.text for e in encoded) or
+                        [e.text for e in encoded])
+    line = "yesterday i went to the old market near the river and there we bought some bread"
+    assert c.correct([line, line]) == ["Yesterday I went" + line[len("yesterday i went"):]] * 2
+    assert len(seen) > 2 and sum(u[0].isupper() for u in seen) == 2  # chunks: the later ones kept as written
+
+
 def test_corrector_rescores_after_the_guard_with_the_output_model(models, monkeypatch, tmp_path, tokenizer):
     """Rescoring reads the guarded outputs of one round, scored by the model whose output is
     returned; the default is that model's config."""
