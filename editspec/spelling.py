@@ -25,6 +25,8 @@ leave many of them out):
     pronoun     a lone "i", or one before an apostrophe: "i think i'm late" -> "I think I'm late"
                 (not "i.e.", "(i)" or "i-th"). W&I train + FCE train's annotators write 348 of 371
                 lone "i" as "I" (the rest sit inside larger edits).
+    names       days, months, languages, nationalities, countries, a few cities, holidays and
+                religions (``PROPER``): "on monday we speak english" -> "on Monday we speak English".
     sentences   a lower-case word after ". ", "! " or "? " (not after "e.g.", "etc.", "Mr.", "..." or
                 one letter), and the unit's first word when the unit begins its line:
                 "how are you? are you ok" -> "How are you? Are you ok". A sentence that starts in
@@ -50,7 +52,18 @@ from pathlib import Path
 WORD = re.compile(r"(?<![\w'’-])[a-z]+(?![\w'’-])")
 SENTENCE_START = re.compile(r"(?:^|(?<=[.!?])\s+)([a-z]+)(?![\w'’-]|\.\w)")
 ABBREVIATION = re.compile(r"(?:\b[a-zA-HJ-Z]|\.\w*|\.\.|\b(?i:etc|vs|cf|al|approx|incl|no|mr|mrs|ms|dr|st))[.!?]$")
-PRONOUN_I = re.compile(r"(?<![\w'’.(-])i(?![\w)-]|\.\w)")
+# Words English always capitalises; not "may", "march", "august", "polish", "china", "turkey" or
+# "japan", which are also common lower-case words.
+PROPER = """i monday tuesday wednesday thursday friday saturday sunday january february april june july
+september october november december english spanish french german italian portuguese chinese japanese
+korean russian arabic greek turkish dutch swedish norwegian danish finnish irish scottish welsh swiss
+austrian belgian czech hungarian ukrainian romanian bulgarian american british european african asian
+australian canadian mexican brazilian argentinian colombian peruvian chilean egyptian moroccan indian
+pakistani thai vietnamese indonesian persian hindi latin england scotland wales ireland britain europe
+america africa asia australia canada mexico brazil argentina spain france germany italy portugal greece
+russia india egypt korea vietnam london paris madrid rome berlin christmas easter christian muslim
+jewish catholic islamic buddhist""".split()
+PROPER_WORD = re.compile(rf"(?<![\w'’.(-])(?:{'|'.join(PROPER)})(?![\w)-]|\.\w)")
 NEIGHBOUR = re.compile(r"\w+")
 
 
@@ -74,7 +87,7 @@ class Speller:
     def respell(self, text: str, starts_line: bool = True) -> str:
         """``text`` with each unknown lower-case word replaced by its best candidate, and capitals
         restored (see above); its first word only if it ``starts_line``."""
-        text = PRONOUN_I.sub("I", text)
+        text = PROPER_WORD.sub(lambda m: m.group().capitalize(), text)
         text = SENTENCE_START.sub(lambda m: _capitalised(text, m, starts_line), text)
         parts, cursor = [], 0
         for match in WORD.finditer(text):

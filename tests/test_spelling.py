@@ -38,10 +38,13 @@ def test_only_unknown_lower_case_words_change(fragment):
     assert fragment("usefull, becouse") == "useful, because"
 
 
-def test_pronoun_i_is_capitalised(fragment):
+def test_pronoun_i_and_names_are_capitalised(fragment):
     assert fragment("i think i'm late, so do i.") == "I think I'm late, so do I."
     assert fragment("what i’ve seen: i") == "what I’ve seen: I"
-    kept = ["i.e. this", "(i) first", "i-th", "x_i", "hi", "ii", "Pi", "'i"]
+    assert fragment("on monday in india we spoke english and indian languages") == \
+        "on Monday in India we spoke English and Indian languages"
+    kept = ["i.e. this", "(i) first", "i-th", "x_i", "hi", "ii", "Pi", "'i", "may", "in march",
+            "polish it", "english-speaking", "frenchman", "Englishman"]
     assert [fragment(t) for t in kept] == kept
 
 
