@@ -411,7 +411,8 @@ class Corrector:
             raise TypeError("correct() takes a list of texts, not one string")
         spans = segment.segment_lines(texts, self.limits)
         units = segment.unit_texts(texts, spans)
-        return segment.rejoin_lines(texts, spans, self.correct_units(units, progress, segment.starts_line(spans)))
+        outputs = self.correct_units(units, progress, segment.starts_line(texts, spans))
+        return segment.rejoin_lines(texts, spans, outputs)
 
     def correct_detailed(self, texts: Sequence[str],
                          progress: Callable[[int], None] | None = None) -> list[Correction]:

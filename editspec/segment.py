@@ -197,11 +197,13 @@ def unit_texts(lines: Sequence[str], spans: Sequence[Sequence[Span]]) -> list[st
     return [line[a:b] for line, line_spans in zip(lines, spans) for a, b in line_spans]
 
 
-def starts_line(spans: Sequence[Sequence[Span]]) -> list[bool]:
-    """Whether each unit (``unit_texts`` order) is its line's first: only those can start a
-    sentence in lower case, since a later "sentence" in lower case joins the one before and a later
-    unit in lower case is the rest of a chunked sentence (``editspec.spelling`` capitalises)."""
-    return [k == 0 for line_spans in spans for k in range(len(line_spans))]
+def starts_line(lines: Sequence[str], spans: Sequence[Sequence[Span]]) -> list[bool]:
+    """Whether each unit (``unit_texts`` order) begins a line: its line's first, or after a line
+    break. Only those can start a sentence in lower case, since a later "sentence" in lower case
+    joins the one before and a later unit in lower case is the rest of a chunked sentence
+    (``editspec.spelling`` capitalises)."""
+    return [k == 0 or "\n" in line[line_spans[k - 1][1]:a]
+            for line, line_spans in zip(lines, spans) for k, (a, _) in enumerate(line_spans)]
 
 
 def rejoin_lines(lines: Sequence[str], spans: Sequence[Sequence[Span]], outputs: Sequence[str]) -> list[str]:

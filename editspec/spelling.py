@@ -28,15 +28,17 @@ leave many of them out):
     names       days, months, languages, nationalities, countries, a few cities, holidays and
                 religions (``PROPER``): "on monday we speak english" -> "on Monday we speak English".
     sentences   a lower-case word after ". ", "! " or "? " (not after "e.g.", "etc.", "Mr.", "..." or
-                one letter), and the unit's first word when the unit begins its line:
+                one letter, nor an abbreviation itself), and the unit's first word when the unit
+                begins its line:
                 "how are you? are you ok" -> "How are you? Are you ok". A sentence that starts in
-                lower case continues the one before (``editspec.segment``), so only the first unit
-                of a line can start one; a later unit starting in lower case is the rest of a long
-                sentence cut in two, and keeps its case. W&I train's annotators capitalise 802 of
+                lower case continues the one before (``editspec.segment``), so only a unit that
+                begins a line (its first, or one after a line break) can start one; a later unit
+                starting in lower case is the rest of a long sentence cut in two, and keeps its case. W&I train's annotators capitalise 802 of
                 1,133 such words, FCE train's 163 of 374 (its letters' "yours sincerely" and
                 fragments that start with "and").
 
-Everything else (other characters, spacing, capitalised words) is copied as written. Written
+Everything else (other characters, spacing, capitalised words, and URLs, paths and e-mail
+addresses) is copied as written. Written
 here rather than with symspellpy's ``lookup_compound``, which re-spaces and lower-cases the whole
 text and drops its punctuation. README "Spelling" has what it does to each model's scores and
 how its choices were made (on FCE dev).
@@ -50,8 +52,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 WORD = re.compile(r"(?<![\w'’-])[a-z]+(?![\w'’-])")
-SENTENCE_START = re.compile(r"(?:^|(?<=[.!?])\s+)([a-z]+)(?![\w'’-]|\.\w)")
-ABBREVIATION = re.compile(r"(?:\b[a-zA-HJ-Z]|\.\w*|\.\.|\b(?i:etc|vs|cf|al|approx|incl|no|mr|mrs|ms|dr|st))[.!?]$")
+SENTENCE_START = re.compile(r"(?:^|(?<=[.!?])\s+)([a-z]+)(?![\w'’@/\\-]|\.\w)")
+ABBREVIATIONS = ("etc|vs|cf|al|approx|incl|no|mr|mrs|ms|dr|st|fig|esp|min|max|dept|inc|ltd|co|jr|sr|ft|lbs?|"
+                 "ca|mt|jan|feb|aug|sept?|oct|nov|dec|pp?|vol|ch|est|ave|rd|prof|gen|ibid|viz")
+# what ends a text before a word that starts no sentence: one letter (not "I"), "e.g.", "...", "etc."
+ABBREVIATION = re.compile(rf"(?:\b[a-zA-HJ-Z]|\.\w*|\.\.|\b(?i:{ABBREVIATIONS}))[.!?]$")
+NOT_A_SENTENCE = re.compile(rf"(?i:{ABBREVIATIONS})\.")
+TOKEN = re.compile(r"\S+")
+DOMAIN = re.compile(r"\w\.\w")
 # Words English always capitalises; not "may", "march", "august", "polish", "china", "turkey" or
 # "japan", which are also common lower-case words.
 PROPER = """i monday tuesday wednesday thursday friday saturday sunday january february april june july
@@ -64,6 +72,7 @@ america africa asia australia canada mexico brazil argentina spain france german
 russia india egypt korea vietnam london paris madrid rome berlin christmas easter christian muslim
 jewish catholic islamic buddhist""".split()
 PROPER_WORD = re.compile(rf"(?<![\w'’.(-])(?:{'|'.join(PROPER)})(?![\w)-]|\.\w)")
+_CONTEXT = 64  # characters looked at before a word (its neighbour, an abbreviation): linear time
 NEIGHBOUR = re.compile(r"\w+")
 
 
@@ -87,14 +96,19 @@ class Speller:
     def respell(self, text: str, starts_line: bool = True) -> str:
         """``text`` with each unknown lower-case word replaced by its best candidate, and capitals
         restored (see above); its first word only if it ``starts_line``."""
-        text = PROPER_WORD.sub(lambda m: m.group().capitalize(), text)
-        text = SENTENCE_START.sub(lambda m: _capitalised(text, m, starts_line), text)
+        links = [m.span() for m in TOKEN.finditer(text) if _is_link(m.group())]
+
+        def in_link(match: re.Match) -> bool:
+            return any(a <= match.start() < b for a, b in links)
+
+        text = PROPER_WORD.sub(lambda m: m.group() if in_link(m) else m.group().capitalize(), text)
+        text = SENTENCE_START.sub(lambda m: m.group() if in_link(m) else _capitalised(text, m, starts_line), text)
         parts, cursor = [], 0
         for match in WORD.finditer(text):
             word = match.group()
-            if len(word) < self.min_letters or word in self.symspell.words or self.common(word):
+            if len(word) < self.min_letters or word in self.symspell.words or self.common(word) or in_link(match):
                 continue
-            before = NEIGHBOUR.findall(text, 0, match.start())[-1:]
+            before = NEIGHBOUR.findall(text, max(0, match.start() - _CONTEXT), match.start())[-1:]
             after = NEIGHBOUR.findall(text, match.end())[:1]
             better = self.candidate(word, before[0].lower() if before else None,
                                     after[0].lower() if after else None)
@@ -131,9 +145,16 @@ class Speller:
         return max(found, key=lambda s: ((seen(s.term) + 1) * prior(s.term), s.count)).term
 
 
+def _is_link(token: str) -> bool:
+    """A URL, path or e-mail address (not "and/or" or "he/she"): copied as written."""
+    return ("@" in token or "\\" in token or "://" in token or token.startswith(("www.", "/", "~/"))
+            or ("/" in token and DOMAIN.search(token) is not None))
+
+
 def _capitalised(text: str, match: re.Match, starts_line: bool) -> str:
     """A ``SENTENCE_START`` match, its word capitalised unless no sentence starts there."""
-    if (match.start() == 0 and not starts_line) or ABBREVIATION.search(text, 0, match.start()):
+    if (match.start() == 0 and not starts_line) or NOT_A_SENTENCE.match(text, match.start(1)) or \
+            ABBREVIATION.search(text[max(0, match.start() - _CONTEXT):match.start()]):
         return match.group()
     return match.group()[: match.start(1) - match.start()] + match.group(1).capitalize()
 

@@ -253,6 +253,9 @@ def test_corrector_capitalises_a_line_s_first_word_but_not_a_chunked_sentence_s_
     line = "yesterday i went to the old market near the river and there we bought some bread"
     assert c.correct([line, line]) == ["Yesterday I went" + line[len("yesterday i went"):]] * 2
     assert len(seen) > 2 and sum(u[0].isupper() for u in seen) == 2  # chunks: the later ones kept as written
+    # a line break inside a text begins a line too
+    assert c.correct(["Dear sir,\nhow are you? i am fine."]) == ["Dear sir,\nHow are you? I am fine."]
+    assert segment.starts_line(["a. b\nc d"], [[(0, 2), (3, 4), (5, 8)]]) == [True, False, True]
 
 
 def test_corrector_rescores_after_the_guard_with_the_output_model(models, monkeypatch, tmp_path, tokenizer):

@@ -52,12 +52,21 @@ def test_sentence_starts_are_capitalised(speller):
     assert speller.respell("how are you? are you ok. yes! and then...") == "How are you? Are you ok. Yes! And then..."
     # not after an abbreviation, an ellipsis or one letter; not a word like "iPhone" or "e.g."
     kept = ["He said e.g. this", "Mr. smith came", "Wait... then", "At 5 p.m. we", "Plan B. then",
-            "It was 3 vs. 4", "iPhone is", "e.g. this", "He left.then", "Call me.\tok"]
-    assert [speller.respell(t) for t in kept] == kept[:9] + ["Call me.\tOk"]
+            "It was 3 vs. 4", "iPhone is", "e.g. this", "He left.then", "It took 5 min. then",
+            "See fig. three", "Done. etc. and more", "Call me.\tok"]
+    assert [speller.respell(t) for t in kept] == kept[:-1] + ["Call me.\tOk"]
     assert speller.respell("so do i. then we") == "So do I. Then we"  # "I." is not one letter's abbreviation
     # a unit that does not begin its line (the rest of a chunked sentence) keeps its first word
     assert speller.respell("and then. we left", starts_line=False) == "and then. We left"
     assert respell_all(["a cat. a dog", "and then"], [True, False]) == ["A cat. A dog", "and then"]
+
+
+def test_links_paths_and_addresses_are_copied_as_written(speller):
+    kept = ["www.example.com/english/course", "See /home/i/docs", "english@school.com",
+            "Mail me. john@example.com", "https://x.org/recieve?leter=monday"]
+    assert [speller.respell(t) for t in kept] == kept
+    assert speller.respell("i recieve it. see http://x.org/leter") == "I receive it. See http://x.org/leter"
+    assert speller.respell("a philisophical/literal and/or he/she") == "A philosophical/literal and/or he/she"
 
 
 @settings(max_examples=100, deadline=None)
