@@ -11,7 +11,7 @@ What happens to a line::
     segment    (2, 31) "She go to school every days."    (2 spaces before, 2 between:
                (33, 43) "I like it."                       kept verbatim, never modelled)
     spelling   with ``spelling`` on, words no dictionary holds are respelled and capitals restored
-               ("i", sentence starts; ``editspec.spelling``)
+               ("i", names, sentence starts; ``editspec.spelling``)
     batch      all units of all lines, longest first, ``batch_size`` at a time
     model      edit5        tags, pointers, insertions -> realize_aligned -> render
                t5           greedy ids -> render_ids (aligned to the source)

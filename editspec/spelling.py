@@ -33,13 +33,12 @@ leave many of them out):
                 "how are you? are you ok" -> "How are you? Are you ok". A sentence that starts in
                 lower case continues the one before (``editspec.segment``), so only a unit that
                 begins a line (its first, or one after a line break) can start one; a later unit
-                starting in lower case is the rest of a long sentence cut in two, and keeps its case. W&I train's annotators capitalise 802 of
-                1,133 such words, FCE train's 163 of 374 (its letters' "yours sincerely" and
-                fragments that start with "and").
+                starting in lower case is the rest of a long sentence cut in two, and keeps its
+                case. W&I train's annotators capitalise 802 of 1,133 such words, FCE train's 163
+                of 374 (its letters' "yours sincerely" and fragments that start with "and").
 
 Everything else (other characters, spacing, capitalised words, and URLs, paths and e-mail
-addresses) is copied as written. Written
-here rather than with symspellpy's ``lookup_compound``, which re-spaces and lower-cases the whole
+addresses) is copied as written. Written here rather than with symspellpy's ``lookup_compound``, which re-spaces and lower-cases the whole
 text and drops its punctuation. README "Spelling" has what it does to each model's scores and
 how its choices were made (on FCE dev).
 """
@@ -48,11 +47,11 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 WORD = re.compile(r"(?<![\w'’-])[a-z]+(?![\w'’-])")
-SENTENCE_START = re.compile(r"(?:^|(?<=[.!?])\s+)([a-z]+)(?![\w'’@/\\-]|\.\w)")
+SENTENCE_START = re.compile(r"(?:^|(?<=[.!?])\s+)([a-z]+)(?![\w'’/-]|\.\w)")
 ABBREVIATIONS = ("etc|vs|cf|al|approx|incl|no|mr|mrs|ms|dr|st|fig|esp|min|max|dept|inc|ltd|co|jr|sr|ft|lbs?|"
                  "ca|mt|jan|feb|aug|sept?|oct|nov|dec|pp?|vol|ch|est|ave|rd|prof|gen|ibid|viz")
 # what ends a text before a word that starts no sentence: one letter (not "I"), "e.g.", "...", "etc."
@@ -96,17 +95,19 @@ class Speller:
     def respell(self, text: str, starts_line: bool = True) -> str:
         """``text`` with each unknown lower-case word replaced by its best candidate, and capitals
         restored (see above); its first word only if it ``starts_line``."""
+        # capitals keep every character's place, so these spans hold until the respelling below
         links = [m.span() for m in TOKEN.finditer(text) if _is_link(m.group())]
 
-        def in_link(match: re.Match) -> bool:
-            return any(a <= match.start() < b for a, b in links)
+        def in_link(at: int) -> bool:
+            return any(a <= at < b for a, b in links)
 
-        text = PROPER_WORD.sub(lambda m: m.group() if in_link(m) else m.group().capitalize(), text)
-        text = SENTENCE_START.sub(lambda m: m.group() if in_link(m) else _capitalised(text, m, starts_line), text)
+        text = PROPER_WORD.sub(lambda m: m.group() if in_link(m.start()) else m.group().capitalize(), text)
+        text = SENTENCE_START.sub(
+            lambda m: m.group() if in_link(m.start(1)) else _capitalised(text, m, starts_line), text)
         parts, cursor = [], 0
         for match in WORD.finditer(text):
             word = match.group()
-            if len(word) < self.min_letters or word in self.symspell.words or self.common(word) or in_link(match):
+            if len(word) < self.min_letters or word in self.symspell.words or self.common(word) or in_link(match.start()):
                 continue
             before = NEIGHBOUR.findall(text, max(0, match.start() - _CONTEXT), match.start())[-1:]
             after = NEIGHBOUR.findall(text, match.end())[:1]
@@ -172,11 +173,12 @@ def load_speller() -> Speller:
     return Speller()
 
 
-def respell_all(texts: Sequence[str], starts_line: Sequence[bool] | None = None) -> list[str]:
+def respell_all(texts: Iterable[str], starts_line: Sequence[bool] | None = None) -> list[str]:
     """Each text after the spelling step, with the process's one Speller: how the Corrector, the
     training data (``respell: true``), distillation and the tuning scripts all respell.
     ``starts_line``: whether each text begins its line (``segment.starts_line``; default: all do,
     as whole sentences do)."""
     speller = load_speller()
-    starts_line = [True] * len(texts) if starts_line is None else starts_line
+    if starts_line is None:
+        return [speller.respell(text) for text in texts]
     return [speller.respell(text, first) for text, first in zip(texts, starts_line, strict=True)]
