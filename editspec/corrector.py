@@ -10,14 +10,17 @@ What happens to a line::
     line       "  She go to school every days.  I like it."
     segment    (2, 31) "She go to school every days."    (2 spaces before, 2 between:
                (33, 43) "I like it."                       kept verbatim, never modelled)
-    spelling   with ``spelling`` on, words no dictionary holds are respelled and capitals restored
-               ("i", names, sentence starts; ``editspec.spelling``)
+    spelling   with ``spelling`` on, words no dictionary holds are respelled, capitals restored
+               ("i", names, sentence starts) and a long last sentence given its full stop
+               (``editspec.spelling``)
     batch      all units of all lines, longest first, ``batch_size`` at a time
     model      edit5        tags, pointers, insertions -> realize_aligned -> render
                t5           greedy ids -> render_ids (aligned to the source)
                speculative  T5 greedy ids, drafted by EdiT5 -> render_ids
     guard      a unit whose output rewrites more than ``max_edit_words`` words in one edit
                ("and a lot , but I think that ..." repeated) goes back to the unit as written
+    words      with ``spelling`` on, an edit that writes a word no dictionary holds ("beingef")
+               is undone (``real_words``)
     rescore    with ``rescore`` on, an edit the output model scores the unit better without is
                undone (``editspec.rescoring``)
     rounds     with ``rounds`` > 1, the units a round changed are corrected again
@@ -55,6 +58,8 @@ from editspec.errors import EditspecError
 
 if TYPE_CHECKING:
     import torch
+
+    from editspec import segment
 
     from editspec import speculative
 
@@ -156,6 +161,35 @@ def guard(source: str, output: str, max_edit_words: int) -> str:
     if max_edit_words and any(edit_size(e) > max_edit_words for e in diff(source, output)):
         return source
     return output
+
+
+_LETTER_WORD = re.compile(r"(?<![\w'’-])[A-Za-z]+(?![\w'’-])")
+
+
+def real_words(source: str, output: str, knows: Callable[[str], bool]) -> str:
+    """``output`` with each edit of ``diff(source, output)`` undone that writes a word which
+    ``source`` does not hold and ``knows`` does not know ("beef" -> "beingef", "Candide" -> "Canide").
+
+    A small model builds words from sub-word pieces and now and then glues a wrong piece to a
+    right one; none of the shipped models' edits that wrote such a word was right on W&I dev, FCE
+    test or CoNLL-2013 (README "Real words"). A word here is a run of ASCII letters touching no
+    other letter, digit, apostrophe or hyphen ("doesn't" and "café" are never judged), read in the
+    output, so an edit of part of it ("don" -> "doesn" in "doesn't") is judged by the whole.
+    """
+    edits = diff(source, output)
+    written = {w.lower() for w in _LETTER_WORD.findall(source)}
+    unknown = [m.span() for m in _LETTER_WORD.finditer(output)
+               if m.group().lower() not in written and not knows(m.group())]
+    if not edits or not unknown:
+        return output
+    kept, shift = [], 0  # shift: where source offsets are in the output, edits before made
+    for e in edits:
+        start = e.start + shift
+        end = start + len(e.correction)
+        shift += len(e.correction) - (e.end - e.start)
+        if not any(a <= end and b >= start for a, b in unknown):  # a word the edit wrote or touches
+            kept.append(e)
+    return apply(source, kept)
 
 
 # -- models --
@@ -316,6 +350,7 @@ class Corrector:
         self.max_edit_words, self.rounds, self.spelling = max_edit_words, rounds, spelling
         self.rescore = rescore
         self.guarded = 0  # units the guard has kept as written, over this corrector's life
+        self.unreal = 0  # units with an edit undone for a made-up word (``real_words``), likewise
         self.edit5, self.edit5_tokenizer = (edit5, edit5_tokenizer) if "edit5" in need else (None, None)
         self.t5, self.t5_tokenizer = (t5, t5_tokenizer) if "t5" in need else (None, None)
         self.markers = marker_ids(self.edit5_tokenizer) if self.edit5 is not None else []
@@ -411,7 +446,7 @@ class Corrector:
             raise TypeError("correct() takes a list of texts, not one string")
         spans = segment.segment_lines(texts, self.limits)
         units = segment.unit_texts(texts, spans)
-        outputs = self.correct_units(units, progress, segment.starts_line(texts, spans))
+        outputs = self.correct_units(units, progress, segment.places(texts, spans))
         return segment.rejoin_lines(texts, spans, outputs)
 
     def correct_detailed(self, texts: Sequence[str],
@@ -423,17 +458,17 @@ class Corrector:
     # -- batches --
 
     def correct_units(self, units: Sequence[str], progress: Callable[[int], None] | None = None,
-                      starts_line: Sequence[bool] | None = None) -> list[str]:
+                      places: Sequence[segment.Place] | None = None) -> list[str]:
         """The units after the last of ``rounds`` rounds (see ``correct_rounds``)."""
         out = list(units)
-        for out in self.correct_rounds(units, progress, starts_line):
+        for out in self.correct_rounds(units, progress, places):
             pass
         return out
 
     def correct_rounds(self, units: Sequence[str], progress: Callable[[int], None] | None = None,
-                       starts_line: Sequence[bool] | None = None) -> Iterator[list[str]]:
-        """All units after each of the ``rounds`` rounds (after spelling, if on; ``starts_line``
-        as in ``spelling.respell_all``, from ``segment.starts_line``).
+                       places: Sequence[segment.Place] | None = None) -> Iterator[list[str]]:
+        """All units after each of the ``rounds`` rounds (after spelling, if on; ``places`` as in
+        ``spelling.respell_all``, from ``segment.places``).
 
         A round corrects again only the units the round before changed (so once none changed,
         the rest cost nothing): a one-pass model often fixes an error only once the one beside
@@ -444,7 +479,7 @@ class Corrector:
         if self.spelling:
             from editspec.spelling import respell_all
 
-            units = respell_all(units, starts_line)
+            units = respell_all(units, places)
         out = list(units)
         todo = list(range(len(units)))
         for round_ in range(self.rounds):
@@ -467,11 +502,19 @@ class Corrector:
             fits = [f and len(e.ids) <= max_ids for f, e in zip(fits, encode(tok, units))]
         # longest first; a unit over the limit (one character that NFKC makes many tokens) stays
         order = sorted((i for i in range(len(units)) if fits[i]), key=lambda i: -len(encoded[i].ids))
+        if self.spelling:
+            from editspec.spelling import load_speller
+
+            knows = load_speller().knows
         for start in range(0, len(order), self.batch_size):
             batch = order[start:start + self.batch_size]
             for i, text in zip(batch, self._correct_batch([encoded[i] for i in batch])):
                 out[i] = guard(units[i], text, self.max_edit_words)
                 self.guarded += out[i] != text
+                if self.spelling:  # the dictionary of the spelling step: no made-up words either
+                    checked = real_words(units[i], out[i], knows)
+                    self.unreal += checked != out[i]
+                    out[i] = checked
             if progress is not None:
                 progress(sum(len(units[i]) for i in batch))
         if self.rescore:  # the output model undoes the edits it scores lower than their absence

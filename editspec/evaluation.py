@@ -461,6 +461,7 @@ def run_eval(args: Namespace) -> int:
                                        progress=not args.no_progress, desc=mode)
         if hasattr(corrector, "guarded"):  # its guard (and how many units it kept), rounds, spelling, rescoring
             settings = {"max_edit_words": corrector.max_edit_words, "guarded": corrector.guarded,
+                        "unreal": corrector.unreal,
                         "rounds": corrector.rounds, "spelling": corrector.spelling,
                         "rescore": corrector.rescore}
     tokens = [retokenize(t, o, s, args.retokenize) for t, o, s in zip(source_tokens, outputs, sources)]

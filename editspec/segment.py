@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 from transformers import PreTrainedTokenizerBase
 
@@ -197,13 +197,24 @@ def unit_texts(lines: Sequence[str], spans: Sequence[Sequence[Span]]) -> list[st
     return [line[a:b] for line, line_spans in zip(lines, spans) for a, b in line_spans]
 
 
-def starts_line(lines: Sequence[str], spans: Sequence[Sequence[Span]]) -> list[bool]:
-    """Whether each unit (``unit_texts`` order) begins a line: its line's first, or after a line
-    break. Only those can start a sentence in lower case, since a later "sentence" in lower case
-    joins the one before and a later unit in lower case is the rest of a chunked sentence
-    (``editspec.spelling`` capitalises)."""
-    return [k == 0 or "\n" in line[line_spans[k - 1][1]:a]
-            for line, line_spans in zip(lines, spans) for k, (a, _) in enumerate(line_spans)]
+class Place(NamedTuple):
+    """Where a unit sits in its line: only a unit that begins a line can start a sentence in lower
+    case (a later "sentence" in lower case joins the one before, and a later unit in lower case is
+    the rest of a chunked sentence), and only one that ends a line can end it without a stop
+    (``editspec.spelling`` capitalises the one and ends the other)."""
+
+    starts_line: bool  # its line's first unit, or the first after a line break
+    ends_line: bool  # its line's last unit, or the last before a line break
+
+
+WHOLE_LINE = Place(True, True)
+
+
+def places(lines: Sequence[str], spans: Sequence[Sequence[Span]]) -> list[Place]:
+    """The ``Place`` of each unit, in ``unit_texts`` order."""
+    return [Place(k == 0 or "\n" in line[line_spans[k - 1][1]:a],
+                  k == len(line_spans) - 1 or "\n" in line[b:line_spans[k + 1][0]])
+            for line, line_spans in zip(lines, spans) for k, (a, b) in enumerate(line_spans)]
 
 
 def rejoin_lines(lines: Sequence[str], spans: Sequence[Sequence[Span]], outputs: Sequence[str]) -> list[str]:

@@ -52,7 +52,7 @@ def main() -> None:
     if corrector.spelling:  # the guard compares the model's output with its (respelled) input
         from editspec.spelling import respell_all
 
-        units, corrector.spelling = respell_all(units, segment.starts_line(evaluator.sources, spans)), False
+        units, corrector.spelling = respell_all(units, segment.places(evaluator.sources, spans)), False
     raw, seconds = correct_all(corrector.correct_units, units, args.batch_size * 4, progress=True,
                                desc=corrector.mode)
     print(f"{len(evaluator)} sentences, {len(units)} units, mode {corrector.mode}: {seconds:.0f} s")

@@ -45,7 +45,7 @@ def main() -> None:
     scores, before = {}, units
     started = time.perf_counter()
     with tqdm(total=sum(map(len, units)), unit="char", desc="round 1") as bar:
-        rounds = corrector.correct_rounds(units, bar.update, segment.starts_line(evaluator.sources, spans))
+        rounds = corrector.correct_rounds(units, bar.update, segment.places(evaluator.sources, spans))
         for n, after in enumerate(rounds, 1):
             bar.close()  # the later rounds read only what changed
             result = evaluator.score(segment.rejoin_lines(evaluator.sources, spans, after))

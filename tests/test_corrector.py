@@ -255,7 +255,48 @@ def test_corrector_capitalises_a_line_s_first_word_but_not_a_chunked_sentence_s_
     assert len(seen) > 2 and sum(u[0].isupper() for u in seen) == 2  # chunks: the later ones kept as written
     # a line break inside a text begins a line too
     assert c.correct(["Dear sir,\nhow are you? i am fine."]) == ["Dear sir,\nHow are you? I am fine."]
-    assert segment.starts_line(["a. b\nc d"], [[(0, 2), (3, 4), (5, 8)]]) == [True, False, True]
+    assert [p.starts_line for p in segment.places(["a. b\nc d"], [[(0, 2), (3, 4), (5, 8)]])] == [True, False, True]
+
+
+def test_places_say_which_units_begin_and_end_a_line():
+    assert segment.places(["a. b\nc d. e", "f"], [[(0, 2), (3, 4), (5, 9), (11, 12)], [(0, 1)]]) == \
+        [(True, False), (False, True), (True, False), (False, True), (True, True)]
+
+
+def test_corrector_ends_a_long_line_but_not_its_chunks(models, monkeypatch):
+    c = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", spelling=True, max_length=64)
+    seen = []
+    monkeypatch.setattr(c, "_correct_batch", lambda encoded: seen.extend(e.text for e in encoded) or
+                        [e.text for e in encoded])
+    line = ("We went to the old market near the river, and there we bought some bread and cheese, "
+            "then we walked back home along the river and ate all of it in the garden with friends")
+    assert c.correct([line, line + "\nThanks"]) == [line + ".", line + ".\nThanks"]
+    assert len(seen) > 4 and sum(u.endswith(".") for u in seen) == 2  # the last chunk of each only
+    assert any(len(u.split()) >= 10 and not u.endswith(".") for u in seen)  # an earlier one long enough
+
+
+def test_real_words_undoes_the_edits_that_write_a_made_up_word():
+    from editspec.corrector import real_words
+
+    known = {"sales", "of", "beef", "have", "has", "shown", "he", "doesn", "t", "know"}.__contains__
+    assert real_words("sales of beef have shown", "sales of beingef has shown", known) == "sales of beef has shown"
+    assert real_words("Sales of Beef", "Sales of Beingef", known) == "Sales of Beef"  # in any case
+    # a word of the source may be written anywhere, and a word with an apostrophe is not judged
+    assert real_words("Candide have shown", "Candide has shown", known) == "Candide has shown"
+    assert real_words("have Candide", "have Candide Candide", known) == "have Candide Candide"
+    assert real_words("He dont know", "He doesn't know", lambda w: False) == "He doesn't know"
+    # an edit that only touches the made-up word goes too (a deletion that glues two words)
+    assert real_words("he my ankle", "he mykle", known) == "he my ankle"
+    assert real_words("he", "he", known) == "he"
+
+
+def test_corrector_undoes_made_up_words_with_the_spelling_step(models, monkeypatch):
+    c = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", spelling=True)
+    monkeypatch.setattr(c, "_correct_batch", lambda encoded: [e.text.replace("beef", "beingef").replace(
+        "have", "has") for e in encoded])
+    assert c.correct(["Sales of beef have shown it."]) == ["Sales of beef has shown it."] and c.unreal == 1
+    c.spelling = False  # the dictionary is the spelling step's: without it, the model's word stays
+    assert c.correct(["Sales of beef have shown it."]) == ["Sales of beingef has shown it."]
 
 
 def test_corrector_rescores_after_the_guard_with_the_output_model(models, monkeypatch, tmp_path, tokenizer):

@@ -14,8 +14,9 @@ def speller():
 
 @pytest.fixture(scope="module")
 def fragment(speller):
-    """Respelling of text that does not begin a line: its first word keeps its case."""
-    return lambda text: speller.respell(text, starts_line=False)
+    """Respelling of text that neither begins nor ends a line: its first word keeps its case, and
+    it gets no full stop."""
+    return lambda text: speller.respell(text, starts_line=False, ends_line=False)
 
 
 def test_docstring_example(speller):
@@ -58,7 +59,23 @@ def test_sentence_starts_are_capitalised(speller):
     assert speller.respell("so do i. then we") == "So do I. Then we"  # "I." is not one letter's abbreviation
     # a unit that does not begin its line (the rest of a chunked sentence) keeps its first word
     assert speller.respell("and then. we left", starts_line=False) == "and then. We left"
-    assert respell_all(["a cat. a dog", "and then"], [True, False]) == ["A cat. A dog", "and then"]
+    assert respell_all(["a cat. a dog", "and then"], [(True, True), (False, True)]) == ["A cat. A dog", "and then"]
+
+
+def test_a_long_last_sentence_gets_its_full_stop(speller):
+    line = "I have lived in this town for most of my life and I love it"
+    assert speller.respell(line) == line + "."
+    assert speller.respell(line + " \t") == line + ". \t"  # before the spacing that ends it
+    assert speller.respell("It was 2019 when we moved to the city for my father's job in 2020") \
+        .endswith("in 2020.")
+    # not a line's earlier unit, nor a short one (a title, a closing), a question, a stopped one
+    # or one that ends with punctuation or a link
+    assert speller.respell(line, ends_line=False) == line
+    kept = ["Best wishes to you and your family", "Do you think that we should go to the cinema with them",
+            "Why is it that nobody in this town ever says hello to me", line + "!", line + " :)",
+            line + ' "the end"', "The address of my page for all of you is www.example.com/my"]
+    assert [speller.respell(t) for t in kept] == kept
+    assert respell_all([line, line], [(True, False), (False, True)]) == [line, line + "."]
 
 
 def test_links_paths_and_addresses_are_copied_as_written(speller):
@@ -72,9 +89,11 @@ def test_links_paths_and_addresses_are_copied_as_written(speller):
 @settings(max_examples=100, deadline=None)
 @given(st.text(alphabet=st.sampled_from("abcdefghij Kz.,'-\t😀é"), max_size=40))
 def test_respell_keeps_everything_but_words(speller, text):
-    out = speller.respell(text)
+    out = speller.respell(text, ends_line=False)
     strip = lambda s: "".join(c for c in s.lower() if not ("a" <= c <= "z"))  # noqa: E731
     assert strip(out) == strip(text)  # only letters change (words, capitals), nothing else moves
+    body = out.rstrip()  # a line's end adds at most a full stop after its last word
+    assert speller.respell(text) in (out, body + "." + out[len(body):])
 
 
 def test_settings_each_do_what_they_say(speller, fragment):
