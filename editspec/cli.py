@@ -39,9 +39,10 @@ def _add_correction_options(p: argparse.ArgumentParser) -> None:
                    help="correct the sentences a round changed again, N rounds at most (default: "
                         "the model's config.json rounds, set by eval/tune_rounds.py; else 1)")
     p.add_argument("--spelling", action=argparse.BooleanOptionalAction, default=None,
-                   help="respell words no dictionary holds and restore capitals (\"i\", names, sentence starts) "
-                        "before the model reads the text "
-                        "(default: the model's config.json spelling; else off)")
+                   help="respell words no dictionary holds (or split them in two), restore capitals (\"i\", "
+                        "names, sentence starts) and end a long last sentence with a full stop before the "
+                        "model reads the text, and undo the model's edits that write a word no dictionary "
+                        "holds (default: the model's config.json spelling; else off)")
     p.add_argument("--rescore", action=argparse.BooleanOptionalAction, default=None,
                    help="undo each edit the model scores the sentence better without "
                         "(default: the model's config.json rescore; else off)")

@@ -10,9 +10,9 @@ What happens to a line::
     line       "  She go to school every days.  I like it."
     segment    (2, 31) "She go to school every days."    (2 spaces before, 2 between:
                (33, 43) "I like it."                       kept verbatim, never modelled)
-    spelling   with ``spelling`` on, words no dictionary holds are respelled, capitals restored
-               ("i", names, sentence starts) and a long last sentence given its full stop
-               (``editspec.spelling``)
+    spelling   with ``spelling`` on, words no dictionary holds are respelled (or split: "infront"),
+               capitals restored ("i", names, sentence starts) and a long last sentence given its
+               full stop (``editspec.spelling``)
     batch      all units of all lines, longest first, ``batch_size`` at a time
     model      edit5        tags, pointers, insertions -> realize_aligned -> render
                t5           greedy ids -> render_ids (aligned to the source)
@@ -386,7 +386,7 @@ class Corrector:
         ``max_edit_words`` (see ``guard``; 0 turns it off) defaults to the ``max_edit_words`` in
         the config.json of the model whose output is returned (``eval/tune_guard.py --write``
         puts it there), else 0: a checkpoint of your own gives its raw output. ``rounds`` (see
-        ``correct_rounds``), ``spelling`` (``editspec.spelling``) and ``rescore``
+        ``correct_rounds``), ``spelling`` (``editspec.spelling``, and ``real_words``) and ``rescore``
         (``editspec.rescoring``) default in the same way to that config's ``rounds``,
         ``spelling`` and ``rescore``, else 1, off and off.
         """

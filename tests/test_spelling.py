@@ -62,6 +62,19 @@ def test_sentence_starts_are_capitalised(speller):
     assert respell_all(["a cat. a dog", "and then"], [(True, True), (False, True)]) == ["A cat. A dog", "and then"]
 
 
+def test_contractions_get_their_apostrophe(speller, fragment):
+    assert fragment("dont worry, im fine and thats it") == "don't worry, I'm fine and that's it"
+    assert speller.respell("dont go. i cant") == "Don't go. I can't"  # in the word's case
+    kept = ["DONT", "ill", "id", "lets go", "see www.dont.com/im", "can't", "dont's", "cant-do"]
+    assert [fragment(t) for t in kept] == kept
+
+
+def test_run_together_words_are_split_when_the_pair_is_commoner(fragment):
+    assert fragment("I like videogames infront of the tv") == "I like video games in front of the tv"
+    assert fragment("hardwork and aswell") == "hard work and as well"
+    assert fragment("I belive it") == "I believe it"  # "believe" is commoner than "be live"
+
+
 def test_a_long_last_sentence_gets_its_full_stop(speller):
     line = "I have lived in this town for most of my life and I love it"
     assert speller.respell(line) == line + "."
