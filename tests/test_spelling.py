@@ -53,13 +53,22 @@ def test_sentence_starts_are_capitalised(speller):
     assert speller.respell("how are you? are you ok. yes! and then...") == "How are you? Are you ok. Yes! And then..."
     # not after an abbreviation, an ellipsis or one letter; not a word like "iPhone" or "e.g."
     kept = ["He said e.g. this", "Mr. smith came", "Wait... then", "At 5 p.m. we", "Plan B. then",
-            "It was 3 vs. 4", "iPhone is", "e.g. this", "He left.then", "It took 5 min. then",
+            "It was 3 vs. 4", "iPhone is", "e.g. this", "It took 5 min. then",
             "See fig. three", "Done. etc. and more", "Call me.\tok"]
     assert [speller.respell(t) for t in kept] == kept[:-1] + ["Call me.\tOk"]
     assert speller.respell("so do i. then we") == "So do I. Then we"  # "I." is not one letter's abbreviation
     # a unit that does not begin its line (the rest of a chunked sentence) keeps its first word
     assert speller.respell("and then. we left", starts_line=False) == "and then. We left"
     assert respell_all(["a cat. a dog", "and then"], [(True, True), (False, True)]) == ["A cat. A dog", "and then"]
+
+
+def test_a_glued_sentence_gets_its_space_and_capital(speller, fragment):
+    assert fragment("it was so young.but happy, is it?well") == "it was so young. But happy, is it? Well"
+    assert fragment("etc.these") == "etc. these"  # an abbreviation starts no sentence
+    assert speller.respell("He left.then") == "He left. Then"
+    kept = ["see google.com now", "my notes.txt", "www.example.org", "http://site.net/a.b", "e.g.this",
+            "a.b.c", "x@mail.com", "3.5.and", "recieve.xqzv"]
+    assert [fragment(t) for t in kept] == kept[:-1] + ["receive.xqzv"]
 
 
 def test_contractions_get_their_apostrophe(speller, fragment):
