@@ -33,7 +33,8 @@ leave many of them out):
                 (not "i.e.", "(i)" or "i-th"). W&I train + FCE train's annotators write 348 of 371
                 lone "i" as "I" (the rest sit inside larger edits).
     names       days, months, languages, nationalities, countries, a few cities, holidays and
-                religions (``PROPER``): "on monday we speak english" -> "on Monday we speak English".
+                religions (``PROPER``): "on monday we speak english" -> "on Monday we speak English";
+                and a few acronyms (``ACRONYMS``: "tv" -> "TV"; 37 of 40 times in W&I + FCE train).
     sentences   a lower-case word after ". ", "! " or "? " (not after "e.g.", "etc.", "Mr.", "..." or
                 one letter, nor an abbreviation itself), and the unit's first word when the unit
                 begins its line:
@@ -107,6 +108,8 @@ STOP_WORDS = 10
 QUESTION = re.compile(r"(?i:do|does|did|can|could|would|will|shall|should|is|are|am|was|were|have|has|"
                       r"why|how|where|when|who|what|which)\b")
 PROPER_WORD = re.compile(rf"(?<![\w'’.(-])(?:{'|'.join(PROPER)})(?![\w)-]|\.\w)")
+ACRONYMS = ["tv", "usa", "dvd", "cd", "pc"]
+ACRONYM = re.compile(rf"(?<![\w'’.(-])(?:{'|'.join(ACRONYMS)})(?![\w)-]|\.\w)")
 _CONTEXT = 64  # characters looked at before a word (its neighbour, an abbreviation): linear time
 NEIGHBOUR = re.compile(r"\w+")
 
@@ -140,6 +143,7 @@ class Speller:
             return any(a <= at < b for a, b in links)
 
         text = PROPER_WORD.sub(lambda m: m.group() if in_link(m.start()) else m.group().capitalize(), text)
+        text = ACRONYM.sub(lambda m: m.group() if in_link(m.start()) else m.group().upper(), text)
         text = SENTENCE_START.sub(
             lambda m: m.group() if in_link(m.start(1)) else _capitalised(text, m, starts_line), text)
         parts, cursor = [], 0

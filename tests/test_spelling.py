@@ -44,7 +44,8 @@ def test_pronoun_i_and_names_are_capitalised(fragment):
     assert fragment("what i’ve seen: i") == "what I’ve seen: I"
     assert fragment("on monday in india we spoke english and indian languages") == \
         "on Monday in India we spoke English and Indian languages"
-    kept = ["i.e. this", "(i) first", "i-th", "x_i", "hi", "ii", "Pi", "'i", "may", "in march",
+    assert fragment("on tv and in the usa") == "on TV and in the USA"
+    kept = ["i.e. this", "(i) first", "i-th", "x_i", "hi", "ii", "Pi", "'i", "may", "in march", "tvs", "pc-based",
             "polish it", "english-speaking", "frenchman", "Englishman"]
     assert [fragment(t) for t in kept] == kept
 
@@ -79,7 +80,7 @@ def test_contractions_get_their_apostrophe(speller, fragment):
 
 
 def test_run_together_words_are_split_when_the_pair_is_commoner(fragment):
-    assert fragment("I like videogames infront of the tv") == "I like video games in front of the tv"
+    assert fragment("I like videogames infront of the TV") == "I like video games in front of the TV"
     assert fragment("hardwork and aswell") == "hard work and as well"
     assert fragment("I belive it") == "I believe it"  # "believe" is commoner than "be live"
 
