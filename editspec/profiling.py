@@ -332,15 +332,17 @@ def time_rescoring(corrector, sources: Sequence[str], warmup: int) -> dict:
     """ms per sentence of ``editspec.rescoring`` for each model ``corrector`` holds ({"edit5": ...,
     "t5": ...}): a step after the model, so it is timed apart from the modes, on that model's own
     outputs of ``sources`` (as the corrector reads them), one sentence at a time after ``warmup``
-    untimed ones; ``changed`` counts the outputs it had edits to score."""
-    from editspec.corrector import Corrector
+    untimed ones; ``changed`` counts the outputs it had edits to score. With the spelling step on,
+    ``real_words`` times the check for made-up words (``corrector.real_words``) on the same outputs,
+    a step after the model too."""
+    from editspec.corrector import Corrector, real_words
     from editspec.rescoring import rescore, scorer
 
     units = list(sources)
     if corrector.spelling:
-        from editspec.spelling import respell_all
+        from editspec.spelling import load_speller, respell_all
 
-        units = respell_all(units)
+        units, knows = respell_all(units), load_speller().knows
     timed = {}
     for kind in ("edit5", "t5"):
         model, tok = getattr(corrector, kind), getattr(corrector, f"{kind}_tokenizer")
@@ -357,6 +359,13 @@ def time_rescoring(corrector, sources: Sequence[str], warmup: int) -> dict:
             rescore([unit], [output], score)
             times.append((time.perf_counter() - start) * 1e3)
         timed[kind] = {**summary(times), "changed": sum(o != u for o, u in zip(outputs, units))}
+        if corrector.spelling:
+            times = []
+            for unit, output in zip(units, outputs):
+                start = time.perf_counter()
+                real_words(unit, output, knows)
+                times.append((time.perf_counter() - start) * 1e3)
+            timed[kind]["real_words"] = summary(times)
     return timed
 
 
@@ -881,6 +890,11 @@ def markdown(report: dict) -> str:
         lines[-1:-1] = [f"- rescoring with the {'EdiT5' if kind == 'edit5' else 'T5'} (`editspec.rescoring`, on its "
                         f"output, not in the latencies below): median {r['median']:.2f} ms per sentence, p90 "
                         f"{r['p90']:.2f}, mean {r['mean']:.2f} ({r['changed']} of {r['n']} outputs changed)"]
+        if r.get("real_words"):
+            w = r["real_words"]
+            lines[-1:-1] = [f"- made-up words check on the {'EdiT5' if kind == 'edit5' else 'T5'}'s output "
+                            f"(`editspec.corrector.real_words`, not in the latencies below): median "
+                            f"{w['median']:.3f} ms per sentence, p90 {w['p90']:.3f}"]
     modes = report.get("modes") or {}
     if modes:
         lines += [
