@@ -163,7 +163,7 @@ def guard(source: str, output: str, max_edit_words: int) -> str:
     return output
 
 
-_LETTER_WORD = re.compile(r"(?<![\w'’-])[A-Za-z]+(?![\w'’-])")
+LETTER_WORD = re.compile(r"(?<![\w'’-])[A-Za-z]+(?![\w'’-])")
 
 
 def real_words(source: str, output: str, knows: Callable[[str], bool]) -> str:
@@ -177,8 +177,8 @@ def real_words(source: str, output: str, knows: Callable[[str], bool]) -> str:
     output, so an edit of part of it ("don" -> "doesn" in "doesn't") is judged by the whole.
     """
     edits = diff(source, output)
-    written = {w.lower() for w in _LETTER_WORD.findall(source)}
-    unknown = [m.span() for m in _LETTER_WORD.finditer(output)
+    written = {w.lower() for w in LETTER_WORD.findall(source)}
+    unknown = [m.span() for m in LETTER_WORD.finditer(output)
                if m.group().lower() not in written and not knows(m.group())]
     if not edits or not unknown:
         return output

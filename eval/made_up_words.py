@@ -1,0 +1,57 @@
+"""How often a model's edits write a word no dictionary holds, and how often such an edit is right.
+
+``corrector.real_words`` undoes those edits (with the spelling step on); this counts them in a
+hypothesis M2 written without that check, against the gold M2, with the check's own rules (a run
+of ASCII letters, not in the source sentence, unknown to ``Speller.knows``):
+
+    editspec eval --m2 GOLD.m2 --mode t5 --save-m2 hyp.m2      # at commit dae6dd7, before the check
+    python eval/made_up_words.py GOLD.m2 hyp.m2 [--list]
+
+An edit is right when the gold M2 holds the same span and correction (annotator 0, as ERRANT's
+span-based scores count a single-annotator set).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from editspec.corrector import LETTER_WORD
+from editspec.evaluation import read_m2
+from editspec.spelling import load_speller
+
+
+def edits(block: str) -> tuple[list[str], set[tuple[int, int, str]]]:
+    """The source tokens of an M2 block and annotator 0's edits (start, end, correction)."""
+    lines = block.splitlines()
+    found = set()
+    for line in lines[1:]:
+        span, kind, correction, *_, annotator = line[2:].split("|||")
+        if kind not in ("noop", "UNK") and annotator.strip() == "0":
+            start, end = map(int, span.split())
+            found.add((start, end, correction))
+    return lines[0][2:].split(), found
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("gold")
+    p.add_argument("hyp", help="hypothesis M2 (editspec eval --save-m2)")
+    p.add_argument("--list", action="store_true", help="print each such edit")
+    args = p.parse_args()
+    knows = load_speller().knows
+    right = wrong = 0
+    for gold_block, hyp_block in zip(read_m2(args.gold), read_m2(args.hyp), strict=True):
+        (source, gold), (_, hyp) = edits(gold_block), edits(hyp_block)
+        written = {w.lower() for w in source}
+        for start, end, correction in sorted(hyp):
+            made_up = [w for w in LETTER_WORD.findall(correction) if w.lower() not in written and not knows(w)]
+            if made_up:
+                ok = (start, end, correction) in gold
+                right, wrong = right + ok, wrong + (not ok)
+                if args.list:
+                    print("right" if ok else "wrong", " ".join(source[start:end]), "->", correction)
+    print(f"edits writing a made-up word: {right + wrong}, right {right}, wrong {wrong}")
+
+
+if __name__ == "__main__":
+    main()
