@@ -163,7 +163,10 @@ def guard(source: str, output: str, max_edit_words: int) -> str:
     return output
 
 
-LETTER_WORD = re.compile(r"(?<![\w'’-])[A-Za-z]+(?![\w'’-])")
+# ASCII letters, joined by apostrophes or hyphens, touching no other letter, digit, apostrophe or
+# hyphen: "beingef", "doesn't", "well-known", "Lunds'" (not "café", "3rd")
+LETTER_WORD = re.compile(r"(?<![\w'’-])[A-Za-z]+(?:['’-][A-Za-z]+)*['’]?(?![\w'’-])")
+POSSESSIVE = re.compile(r"'s?$")
 
 
 def real_words(source: str, output: str, knows: Callable[[str], bool]) -> str:
@@ -172,14 +175,13 @@ def real_words(source: str, output: str, knows: Callable[[str], bool]) -> str:
 
     A small model builds words from sub-word pieces and now and then glues a wrong piece to a
     right one; none of the shipped models' edits that wrote such a word was right on W&I dev, FCE
-    test or CoNLL-2013 (README "Real words"). A word here is a run of ASCII letters touching no
-    other letter, digit, apostrophe or hyphen ("doesn't" and "café" are never judged), read in the
-    output, so an edit of part of it ("don" -> "doesn" in "doesn't") is judged by the whole.
+    test, CoNLL-2013 or JFLEG dev (README "Spelling"; ``eval/made_up_words.py``). A word is a
+    ``LETTER_WORD`` of the output, so an edit of part of one ("don" -> "doesn" in "doesn't") is
+    judged by the whole; one ``knows`` does not know whole is judged by its parts without a
+    possessive ("Canide's" -> "Canide", "worldold-wide" -> "worldold", "wide").
     """
     edits = diff(source, output)
-    written = {w.lower() for w in LETTER_WORD.findall(source)}
-    unknown = [m.span() for m in LETTER_WORD.finditer(output)
-               if m.group().lower() not in written and not knows(m.group())]
+    unknown = made_up_words(source, output, knows)
     if not edits or not unknown:
         return output
     kept, shift = [], 0  # shift: where source offsets are in the output, edits before made
@@ -190,6 +192,28 @@ def real_words(source: str, output: str, knows: Callable[[str], bool]) -> str:
         if not any(a <= end and b >= start for a, b in unknown):  # a word the edit wrote or touches
             kept.append(e)
     return apply(source, kept)
+
+
+def made_up_words(source: str, text: str, knows: Callable[[str], bool]) -> list[tuple[int, int]]:
+    """The spans of the ``LETTER_WORD`` of ``text`` that neither ``source`` holds nor ``knows``
+    knows, whole or by its parts without a possessive (see ``real_words``)."""
+    written = {w for word in LETTER_WORD.findall(source) for w in (_lower(word), *_parts(word))}
+
+    def made_up(word: str) -> bool:
+        return _lower(word) not in written and not knows(_lower(word)) and \
+            not all(part in written or knows(part) for part in _parts(word))
+
+    return [m.span() for m in LETTER_WORD.finditer(text) if made_up(m.group())]
+
+
+def _lower(word: str) -> str:
+    return word.replace("’", "'").lower()
+
+
+def _parts(word: str) -> list[str]:
+    """The words ``word`` joins, in lower case, without a possessive: "Lunds'" -> "lunds";
+    "Well-known" -> "well", "known"."""
+    return [p for p in POSSESSIVE.sub("", _lower(word)).split("-") if p]
 
 
 # -- models --

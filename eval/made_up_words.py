@@ -1,8 +1,8 @@
 """How often a model's edits write a word no dictionary holds, and how often such an edit is right.
 
 ``corrector.real_words`` undoes those edits (with the spelling step on); this counts them in a
-hypothesis M2 written without that check, against the gold M2, with the check's own rules (a run
-of ASCII letters, not in the source sentence, unknown to ``Speller.knows``):
+hypothesis M2 written without that check, against the gold M2, with the check's own rules
+(``corrector.made_up_words``: not in the source sentence, unknown to ``Speller.knows``):
 
     editspec eval --m2 GOLD.m2 --mode t5 --save-m2 hyp.m2      # at commit dae6dd7, before the check
     python eval/made_up_words.py GOLD.m2 hyp.m2 [--list]
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 
-from editspec.corrector import LETTER_WORD
+from editspec.corrector import made_up_words
 from editspec.evaluation import read_m2
 from editspec.spelling import load_speller
 
@@ -42,10 +42,8 @@ def main() -> None:
     right = wrong = 0
     for gold_block, hyp_block in zip(read_m2(args.gold), read_m2(args.hyp), strict=True):
         (source, gold), (_, hyp) = edits(gold_block), edits(hyp_block)
-        written = {w.lower() for w in source}
         for start, end, correction in sorted(hyp):
-            made_up = [w for w in LETTER_WORD.findall(correction) if w.lower() not in written and not knows(w)]
-            if made_up:
+            if made_up_words(" ".join(source), correction, knows):
                 ok = (start, end, correction) in gold
                 right, wrong = right + ok, wrong + (not ok)
                 if args.list:
