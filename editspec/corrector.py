@@ -191,7 +191,10 @@ def real_words(source: str, output: str, knows: Callable[[str], bool]) -> str:
         shift += len(e.correction) - (e.end - e.start)
         if not any(a <= end and b >= start for a, b in unknown):  # a word the edit wrote or touches
             kept.append(e)
-    return apply(source, kept)
+    if len(kept) == len(edits):
+        return output
+    # the edits left can meet in a new made-up word ("is" + "'t"): judge again (fewer edits each time)
+    return real_words(source, apply(source, kept), knows)
 
 
 def made_up_words(source: str, text: str, knows: Callable[[str], bool]) -> list[tuple[int, int]]:

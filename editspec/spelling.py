@@ -7,7 +7,7 @@ wordfreq knows how often a word is written. A word is respelled like this::
 
     text        "I recieve your leter becouse of the Tokyo meeting."
     words       runs of lower-case letters not touching an apostrophe, hyphen or digit, nor
-                after a word's full stop ("txt" in "notes.txt"): "recieve", "your", "leter", ...
+                in a file name ("notes.txt"): "recieve", "your", "leter", ...
                 (a capitalised word is more often a name)
     unknown     3 letters or more, not in the dictionary, and rarer than 3.3 on wordfreq's Zipf
                 scale (which knows "favorite", "mom", "math": American spellings are not
@@ -46,8 +46,9 @@ leave many of them out):
                 of 374 (its letters' "yours sincerely" and fragments that start with "and").
 
 A full stop, "?" or "!" written without its space between two dictionary words gets one, and the
-next word its capital ("so young.but happy" -> "so young. But happy"; ``GLUED``, not in domains or
-file names): W&I train's annotators do that 64 of 118 times (others join the two with a comma).
+next word its capital ("it was late.we left" -> "It was late. We left"; ``GLUED``; not in links,
+nor before a file extension or a domain's ending that is no common word, nor before "so", "and" and
+"but", which annotators join with a comma): W&I train's annotators do that 64 of 106 times.
 
 Contractions get their apostrophe back ("dont" -> "don't", "im" -> "I'm"; ``CONTRACTIONS``): W&I
 train's and FCE train's annotators do that 62 of 71 times (not for "ill", "id", "lets", "youre").
@@ -69,12 +70,14 @@ how its choices were made (on FCE dev).
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
+import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-WORD = re.compile(r"(?<![\w'’-])(?<!\w\.)[a-z]+(?![\w'’-])")  # not a file name's extension: "notes.txt"
+WORD = re.compile(r"(?<![\w'’-])(?<!\w\.)[a-z]+(?![\w'’-]|\.\w)")  # not in a file name: "notes.txt"
 SENTENCE_START = re.compile(r"(?:^|(?<=[.!?])\s+)([a-z]+)(?![\w'’/-]|\.\w)")
 ABBREVIATIONS = ("etc|vs|cf|al|approx|incl|no|mr|mrs|ms|dr|st|fig|esp|min|max|dept|inc|ltd|co|jr|sr|ft|lbs?|"
                  "ca|mt|jan|feb|aug|sept?|oct|nov|dec|pp?|vol|ch|est|ave|rd|prof|gen|ibid|viz")
@@ -100,11 +103,14 @@ jewish catholic islamic buddhist""".split()
 CONTRACTIONS = {w.replace("'", "").lower(): w for w in """don't didn't doesn't isn't wasn't couldn't
 wouldn't shouldn't aren't weren't haven't hasn't hadn't can't won't I'm I've that's""".split()}
 CONTRACTION = re.compile(rf"(?<![\w'’.@/-])(?i:{'|'.join(CONTRACTIONS)})(?![\w'’@/-]|\.\w)")
-# a full stop, "?" or "!" without its space, between two dictionary words: "young.but" (not a domain
+# a full stop, "?" or "!" without its space, between two dictionary words: "late.we" (not a domain
 # or file name: "google.com", "notes.txt", "www.x.org")
 GLUED = re.compile(r"(?<![\w.@/:\\-])([A-Za-z]{2,})([.?!])([a-z]{2,})\b(?![.@/\\-])")
-NOT_GLUED = set("com org net edu gov pdf html htm doc docx txt png jpg jpeg gif zip exe info biz xml csv json".split())
+NOT_GLUED = set("""com org net edu gov info biz io co uk de fr ru jp cn nl au ca es ly pdf html htm php asp aspx
+css js json xml csv tsv txt md doc docx xls xlsx ppt pptx png jpg jpeg gif svg zip rar gz exe dll py java sql sh
+yml yaml ini cfg log mp3 mp4 wav avi mov so and but""".split())  # the last three: annotators join with a comma
 STOP_WORDS = 10
+SPLIT_LETTERS = 40  # a run-together word is no longer (and splitting stays linear in the text)
 QUESTION = re.compile(r"(?i:do|does|did|can|could|would|will|shall|should|is|are|am|was|were|have|has|"
                       r"why|how|where|when|who|what|which)\b")
 PROPER_WORD = re.compile(rf"(?<![\w'’.(-])(?:{'|'.join(PROPER)})(?![\w)-]|\.\w)")
@@ -135,12 +141,14 @@ class Speller:
         """``text`` with each unknown lower-case word replaced by its best candidate, capitals
         restored and a full stop added (see above): its first word only if it ``starts_line``, its
         stop only if it ``ends_line``."""
-        text = GLUED.sub(self._unglued, text)
-        # capitals keep every character's place, so these spans hold until the respelling below
-        links = [m.span() for m in TOKEN.finditer(text) if _is_link(m.group())]
+        links = _links(text)
 
         def in_link(at: int) -> bool:
-            return any(a <= at < b for a, b in links)
+            return _inside(links, at)
+
+        text = GLUED.sub(lambda m: m.group() if in_link(m.start()) else self._unglued(m), text)
+        # capitals keep every character's place, so these spans hold until the respelling below
+        links = _links(text)
 
         text = PROPER_WORD.sub(lambda m: m.group() if in_link(m.start()) else m.group().capitalize(), text)
         text = ACRONYM.sub(lambda m: m.group() if in_link(m.start()) else m.group().upper(), text)
@@ -152,19 +160,20 @@ class Speller:
             if len(word) < self.min_letters or self.knows(word) or in_link(match.start()):
                 continue
             before = NEIGHBOUR.findall(text, max(0, match.start() - _CONTEXT), match.start())[-1:]
-            after = NEIGHBOUR.findall(text, match.end())[:1]
+            after = NEIGHBOUR.search(text, match.end())
             better = self.candidate(word, before[0].lower() if before else None,
-                                    after[0].lower() if after else None)
+                                    after.group().lower() if after else None)
             if better is not None:
                 parts += [text[cursor:match.start()], better]
                 cursor = match.end()
         text = "".join(parts) + text[cursor:]
-        links = [m.span() for m in TOKEN.finditer(text) if _is_link(m.group())]  # respelling moved them
-        text = CONTRACTION.sub(lambda m: m.group() if in_link(m.start()) else _contracted(m.group()), text)
+        links = _links(text)  # respelling moved them
+        curly = "’" in text and "'" not in text
+        text = CONTRACTION.sub(lambda m: m.group() if in_link(m.start()) else _contracted(m.group(), curly), text)
         return _stopped(text) if ends_line else text
 
     def _unglued(self, match: re.Match) -> str:
-        """A ``GLUED`` match with its space ("young.but" -> "young. but", capitalised later)."""
+        """A ``GLUED`` match with its space ("late.we" -> "late. we", capitalised later)."""
         before, mark, after = match.groups()
         if after in NOT_GLUED or not (self.knows(before) and self.knows(after)):
             return match.group()
@@ -209,6 +218,8 @@ class Speller:
         """The two dictionary words ``word`` runs together that the bigram list holds most often
         ("videogames" -> "video games"), and that count; (0, None) if none."""
         words, bigrams = self.symspell.words, self.symspell.bigrams
+        if len(word) > SPLIT_LETTERS:
+            return 0, None
         pairs = [(word[:i], word[i:]) for i in range(1, len(word) - 1)]
         seen = [(bigrams.get(f"{a} {b}", 0), f"{a} {b}") for a, b in pairs
                 if (len(a) > 1 or a == "a") and a in words and b in words]
@@ -230,12 +241,24 @@ def _capitalised(text: str, match: re.Match, starts_line: bool) -> str:
     return match.group()[: match.start(1) - match.start()] + match.group(1).capitalize()
 
 
-def _contracted(word: str) -> str:
-    """A ``CONTRACTION`` match with its apostrophe, in the word's case ("Dont" -> "Don't")."""
-    if word.isupper() and len(word) > 2:
-        return word  # "DONT", "THATS": shouting, or an acronym
-    full = CONTRACTIONS[word.lower()]
+def _contracted(word: str, curly: bool) -> str:
+    """A ``CONTRACTION`` match with its apostrophe (’ where the text writes only those), in the
+    word's case ("Dont" -> "Don't")."""
+    if word.isupper():
+        return word  # "DONT", "IM": shouting, or an acronym
+    full = CONTRACTIONS[word.lower()].replace("'", "’" if curly else "'")
     return full[0].upper() + full[1:] if word[0].isupper() else full
+
+
+def _links(text: str) -> list[tuple[int, int]]:
+    """The spans of the URLs, paths and e-mail addresses in ``text``, in order."""
+    return [m.span() for m in TOKEN.finditer(text) if _is_link(m.group())]
+
+
+def _inside(spans: list[tuple[int, int]], at: int) -> bool:
+    """``at`` inside one of the ordered, disjoint ``spans`` (a binary search: linear time overall)."""
+    i = bisect.bisect_right(spans, (at, sys.maxsize)) - 1
+    return i >= 0 and spans[i][0] <= at < spans[i][1]
 
 
 def _stopped(text: str) -> str:

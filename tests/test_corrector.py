@@ -299,6 +299,20 @@ def test_real_words_undoes_the_edits_that_write_a_made_up_word():
     assert real_words("he", "he", known) == "he"
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["he", "is", "be", "ef", "n", "t", "'", "-", " ", ".", "zq"]), max_size=8),
+       st.lists(st.sampled_from(["he", "is", "be", "ef", "n", "t", "'", "-", " ", ".", "zq"]), max_size=8))
+def test_real_words_leaves_no_made_up_word_the_source_does_not_hold(source, output):
+    from editspec.corrector import made_up_words, real_words
+
+    known = {"he", "is", "be", "isn't", "t", "n"}.__contains__
+    source, output = "".join(source), "".join(output)
+    checked = real_words(source, output, known)
+    assert made_up_words(source, checked, known) == []
+    # one pass over the edits would leave "zq-t": undoing "zq " left "zq-" to meet the source's "t"
+    assert made_up_words("tzq-t", real_words("tzq-t", "zq- zq", known), known) == []
+
+
 def test_corrector_undoes_made_up_words_with_the_spelling_step(models, monkeypatch):
     c = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", spelling=True)
     monkeypatch.setattr(c, "_correct_batch", lambda encoded: [e.text.replace("beef", "beingef").replace(
