@@ -207,9 +207,6 @@ class Place(NamedTuple):
     ends_line: bool  # its line's last unit, or the last before a line break
 
 
-WHOLE_LINE = Place(True, True)
-
-
 def places(lines: Sequence[str], spans: Sequence[Sequence[Span]]) -> list[Place]:
     """The ``Place`` of each unit, in ``unit_texts`` order."""
     return [Place(k == 0 or "\n" in line[line_spans[k - 1][1]:a],

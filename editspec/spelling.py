@@ -63,7 +63,8 @@ A full stop ends a long sentence that ends its line with a word (the models alon
                 greetings, closings).
 
 Everything else (other characters, spacing, capitalised words, and URLs, paths and e-mail
-addresses) is copied as written. Written here rather than with symspellpy's ``lookup_compound``, which re-spaces and lower-cases the whole
+addresses) is copied as written, but for the space a split word or a glued sentence takes, a
+contraction's apostrophe and the full stop. Written here rather than with symspellpy's ``lookup_compound``, which re-spaces and lower-cases the whole
 text and drops its punctuation. README "Spelling" has what it does to each model's scores and
 how its choices were made (on FCE dev).
 """
