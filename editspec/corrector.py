@@ -59,9 +59,7 @@ from editspec.errors import EditspecError
 if TYPE_CHECKING:
     import torch
 
-    from editspec import segment
-
-    from editspec import speculative
+    from editspec import segment, speculative
 
 # torch, transformers and spaCy are imported where used: `editspec correct` reports a missing
 # or undecodable input file at once, before those seconds of imports.
@@ -180,10 +178,10 @@ def real_words(source: str, output: str, knows: Callable[[str], bool]) -> str:
     judged by the whole; one ``knows`` does not know whole is judged by its parts without a
     possessive ("Canide's" -> "Canide", "worldold-wide" -> "worldold", "wide").
     """
-    edits = diff(source, output)
-    unknown = made_up_words(source, output, knows)
-    if not edits or not unknown:
+    unknown = made_up_words(source, output, knows)  # most outputs have none: no diff to make
+    if not unknown:
         return output
+    edits = diff(source, output)
     kept, shift = [], 0  # shift: where source offsets are in the output, edits before made
     for e in edits:
         start = e.start + shift

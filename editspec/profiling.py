@@ -887,12 +887,13 @@ def markdown(report: dict) -> str:
                         f"latencies below): median {s['median']:.3f} ms per sentence, p90 {s['p90']:.3f}; "
                         f"loaded once in {s['load_seconds']:.1f} s"]
     for kind, r in (report.get("rescoring") or {}).items():
-        lines[-1:-1] = [f"- rescoring with the {'EdiT5' if kind == 'edit5' else 'T5'} (`editspec.rescoring`, on its "
+        name = "EdiT5" if kind == "edit5" else "T5"
+        lines[-1:-1] = [f"- rescoring with the {name} (`editspec.rescoring`, on its "
                         f"output, not in the latencies below): median {r['median']:.2f} ms per sentence, p90 "
                         f"{r['p90']:.2f}, mean {r['mean']:.2f} ({r['changed']} of {r['n']} outputs changed)"]
         if r.get("real_words"):
             w = r["real_words"]
-            lines[-1:-1] = [f"- made-up words check on the {'EdiT5' if kind == 'edit5' else 'T5'}'s output "
+            lines[-1:-1] = [f"- made-up words check on the {name}'s output "
                             f"(`editspec.corrector.real_words`, not in the latencies below): median "
                             f"{w['median']:.3f} ms per sentence, p90 {w['p90']:.3f}"]
     modes = report.get("modes") or {}

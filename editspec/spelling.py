@@ -114,9 +114,15 @@ STOP_WORDS = 10
 SPLIT_LETTERS = 40  # a run-together word is no longer (and splitting stays linear in the text)
 QUESTION = re.compile(r"(?i:do|does|did|can|could|would|will|shall|should|is|are|am|was|were|have|has|"
                       r"why|how|where|when|who|what|which)\b")
-PROPER_WORD = re.compile(rf"(?<![\w'’.(-])(?:{'|'.join(PROPER)})(?![\w)-]|\.\w)")
 ACRONYMS = ["tv", "usa", "dvd", "cd", "pc"]
-ACRONYM = re.compile(rf"(?<![\w'’.(-])(?:{'|'.join(ACRONYMS)})(?![\w)-]|\.\w)")
+
+
+def _listed(words: Sequence[str]) -> re.Pattern:
+    """One of ``words`` as a word of its own (not in "i.e.", "(i)", "i-th", "tvs")."""
+    return re.compile(rf"(?<![\w'’.(-])(?:{'|'.join(words)})(?![\w)-]|\.\w)")
+
+
+PROPER_WORD, ACRONYM = _listed(PROPER), _listed(ACRONYMS)
 _CONTEXT = 64  # characters looked at before a word (its neighbour, an abbreviation): linear time
 NEIGHBOUR = re.compile(r"\w+")
 

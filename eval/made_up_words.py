@@ -15,21 +15,9 @@ from __future__ import annotations
 
 import argparse
 
+from editspec.corpora import SKIP_TYPES, parse_m2
 from editspec.corrector import made_up_words
-from editspec.evaluation import read_m2
 from editspec.spelling import load_speller
-
-
-def edits(block: str) -> tuple[list[str], set[tuple[int, int, str]]]:
-    """The source tokens of an M2 block and annotator 0's edits (start, end, correction)."""
-    lines = block.splitlines()
-    found = set()
-    for line in lines[1:]:
-        span, kind, correction, *_, annotator = line[2:].split("|||")
-        if kind not in ("noop", "UNK") and annotator.strip() == "0":
-            start, end = map(int, span.split())
-            found.add((start, end, correction))
-    return lines[0][2:].split(), found
 
 
 def main() -> None:
@@ -40,8 +28,14 @@ def main() -> None:
     args = p.parse_args()
     knows = load_speller().knows
     right = wrong = 0
-    for gold_block, hyp_block in zip(read_m2(args.gold), read_m2(args.hyp), strict=True):
-        (source, gold), (_, hyp) = edits(gold_block), edits(hyp_block)
+
+    def first_annotators(path: str):  # (source tokens, {(start, end, correction)}) per sentence
+        with open(path, encoding="utf-8") as f:
+            for source, edits in parse_m2(f):
+                yield source, {(a, b, " ".join(c)) for a, b, kind, c, who in edits
+                               if kind not in SKIP_TYPES and who == 0}
+
+    for (source, gold), (_, hyp) in zip(first_annotators(args.gold), first_annotators(args.hyp), strict=True):
         for start, end, correction in sorted(hyp):
             if made_up_words(" ".join(source), correction, knows):
                 ok = (start, end, correction) in gold
