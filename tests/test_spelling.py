@@ -81,7 +81,7 @@ def test_contractions_get_their_apostrophe(speller, fragment):
     assert fragment("it’s ok, dont") == "it’s ok, don’t"  # the text's own apostrophe
 
 
-def test_run_together_words_are_split_when_the_pair_is_commoner(speller, fragment):
+def test_run_together_words_are_split_when_the_pair_is_commoner(fragment):
     assert fragment("I like videogames infront of the TV") == "I like video games in front of the TV"
     assert fragment("hardwork and aswell") == "hard work and as well"
     assert fragment("I belive it") == "I believe it"  # "believe" is commoner than "be live"
