@@ -48,7 +48,14 @@ leave many of them out):
 A full stop, "?" or "!" written without its space between two dictionary words gets one, and the
 next word its capital ("it was late.we left" -> "It was late. We left"; ``GLUED``; not in links,
 nor before a file extension or a domain's ending that is no common word, nor before "so", "and" and
-"but", which annotators join with a comma): W&I train's annotators do that 64 of 106 times.
+"but", which annotators join with a comma): W&I train's annotators do that 64 of 106 times. So does
+one whose next word has its capital already ("is it?Well" -> "is it? Well"; W&I train + FCE train:
+26 of 30) or whose space stands before the mark ("home .The end" -> "home. The end"; 79 of 89, and
+40 of 41 before a lower-case word).
+
+Word pairs that English joins with a hyphen get it (``HYPHENATED``): compound numbers ("twenty one"
+-> "twenty-one"; W&I train + FCE train: 27 of 30) and the pairs the annotators hyphenate most
+(``PAIRS``: "so called" -> "so-called", "time consuming", "self driving", ...; 31 of 37).
 
 Contractions get their apostrophe back ("dont" -> "don't", "im" -> "I'm"; ``CONTRACTIONS``): W&I
 train's and FCE train's annotators do that 62 of 71 times (not for "ill", "id", "lets", "youre").
@@ -75,7 +82,8 @@ import bisect
 import functools
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 WORD = re.compile(r"(?<![\w'’-])(?<!\w\.)[a-z]+(?![\w'’-]|\.\w)")  # not in a file name: "notes.txt"
@@ -104,9 +112,15 @@ jewish catholic islamic buddhist""".split()
 CONTRACTIONS = {w.replace("'", "").lower(): w for w in """don't didn't doesn't isn't wasn't couldn't
 wouldn't shouldn't aren't weren't haven't hasn't hadn't can't won't I'm I've that's""".split()}
 CONTRACTION = re.compile(rf"(?<![\w'’.@/-])(?i:{'|'.join(CONTRACTIONS)})(?![\w'’@/-]|\.\w)")
-# a full stop, "?" or "!" without its space, between two dictionary words: "late.we" (not a domain
-# or file name: "google.com", "notes.txt", "www.x.org")
-GLUED = re.compile(r"(?<![\w.@/:\\-])([A-Za-z]{2,})([.?!])([a-z]{2,})\b(?![.@/\\-])")
+# word pairs English writes with a hyphen: compound numbers, and the pairs W&I train's and FCE
+# train's annotators hyphenate most (4 or more times, at least 80% of the time)
+TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+UNITS = "one two three four five six seven eight nine first second third fourth fifth sixth seventh eighth ninth".split()
+PAIRS = ["so called", "time consuming", "self driving", "eco friendly", "good looking", "single sex"]
+HYPHENATED = re.compile(rf"(?<![\w'’-])(?i:(?:{'|'.join(TENS)}) (?:{'|'.join(UNITS)})|{'|'.join(PAIRS)})(?![\w'’-])")
+# a full stop, "?" or "!" without its space, between two dictionary words: "late.we", "it?Well", or
+# with the space before it: "home .The" (not a domain or file name: "google.com", "notes.txt", "www.x.org")
+GLUED = re.compile(r"(?<![\w.@/:\\-])([A-Za-z]{2,}) ?([.?!])([A-Za-z][a-z]+)\b(?![.@/\\-])")
 NOT_GLUED = set("""com org net edu gov info biz io co uk de fr ru jp cn nl au ca es ly pdf html htm php asp aspx
 css js json xml csv tsv txt md doc docx xls xlsx ppt pptx png jpg jpeg gif svg zip rar gz exe dll py java sql sh
 yml yaml ini cfg log mp3 mp4 wav avi mov so and but""".split())  # the last three: annotators join with a comma
@@ -123,6 +137,21 @@ def _listed(words: Sequence[str]) -> re.Pattern:
 
 
 PROPER_WORD, ACRONYM = _listed(PROPER), _listed(ACRONYMS)
+
+
+@dataclass
+class Slot:
+    """An unknown word at ``text[start:end]`` and its respellings, best first (``Speller.options``)."""
+    start: int
+    end: int
+    options: list[str]
+
+
+# (the text as written, the text being respelled, its unknown words) -> one respelling per word:
+# a model that reads the whole sentence could choose where the rule sees one word each side
+# (``eval/tune_spelling.py --model``; the shipped models choose worse than the rule, README "Spelling")
+Choose = Callable[[str, str, list[Slot]], list[str]]
+
 _CONTEXT = 64  # characters looked at before a word (its neighbour, an abbreviation): linear time
 NEIGHBOUR = re.compile(r"\w+")
 
@@ -132,22 +161,25 @@ class Speller:
     has how each was chosen; ``eval/tune_spelling.py`` scores them)."""
 
     def __init__(self, min_letters: int = 3, distance2_letters: int = 6, slip_prior: float = 4.0,
-                 common_zipf: float = 3.3):
+                 common_zipf: float = 3.3, choices: int = 6):
         import symspellpy
         from symspellpy import SymSpell
 
         data = Path(symspellpy.__file__).parent
         self.min_letters, self.distance2_letters, self.slip_prior = min_letters, distance2_letters, slip_prior
-        self.common_zipf = common_zipf
+        self.common_zipf, self.choices = common_zipf, choices
         self.symspell = SymSpell(max_dictionary_edit_distance=2)
         self.symspell.load_dictionary(data / "frequency_dictionary_en_82_765.txt", 0, 1)
         self.symspell.load_bigram_dictionary(data / "frequency_bigramdictionary_en_243_342.txt", 0, 2)
         self.common("the")  # wordfreq reads its word list now, not at the first rare word
 
-    def respell(self, text: str, starts_line: bool = True, ends_line: bool = True) -> str:
+    def respell(self, text: str, starts_line: bool = True, ends_line: bool = True,
+                choose: Choose | None = None) -> str:
         """``text`` with each unknown lower-case word replaced by its best candidate, capitals
         restored and a full stop added (see above): its first word only if it ``starts_line``, its
-        stop only if it ``ends_line``."""
+        stop only if it ``ends_line``. ``choose`` picks each word's respelling instead (see
+        ``Choose``)."""
+        original = text
         links = _links(text)
 
         def in_link(at: int) -> bool:
@@ -161,28 +193,33 @@ class Speller:
         text = ACRONYM.sub(lambda m: m.group() if in_link(m.start()) else m.group().upper(), text)
         text = SENTENCE_START.sub(
             lambda m: m.group() if in_link(m.start(1)) else _capitalised(text, m, starts_line), text)
-        parts, cursor = [], 0
+        slots: list[Slot] = []
         for match in WORD.finditer(text):
             word = match.group()
             if len(word) < self.min_letters or self.knows(word) or in_link(match.start()):
                 continue
             before = NEIGHBOUR.findall(text, max(0, match.start() - _CONTEXT), match.start())[-1:]
             after = NEIGHBOUR.search(text, match.end())
-            better = self.candidate(word, before[0].lower() if before else None,
-                                    after.group().lower() if after else None)
-            if better is not None:
-                parts += [text[cursor:match.start()], better]
-                cursor = match.end()
+            found = self.options(word, before[0].lower() if before else None,
+                                 after.group().lower() if after else None, 1 if choose is None else self.choices)
+            if found:
+                slots.append(Slot(match.start(), match.end(), found))
+        chosen = [slot.options[0] for slot in slots] if choose is None else choose(original, text, slots)
+        parts, cursor = [], 0
+        for slot, better in zip(slots, chosen, strict=True):
+            parts += [text[cursor:slot.start], better]
+            cursor = slot.end
         text = "".join(parts) + text[cursor:]
         links = _links(text)  # respelling moved them
         curly = "’" in text and "'" not in text
         text = CONTRACTION.sub(lambda m: m.group() if in_link(m.start()) else _contracted(m.group(), curly), text)
+        text = HYPHENATED.sub(lambda m: m.group().replace(" ", "-"), text)  # a link holds no space
         return _stopped(text) if ends_line else text
 
     def _unglued(self, match: re.Match) -> str:
         """A ``GLUED`` match with its space ("late.we" -> "late. we", capitalised later)."""
         before, mark, after = match.groups()
-        if after in NOT_GLUED or not (self.knows(before) and self.knows(after)):
+        if after.lower() in NOT_GLUED or not (self.knows(before) and self.knows(after)):
             return match.group()
         return f"{before}{mark} {after}"
 
@@ -201,25 +238,35 @@ class Speller:
 
     def candidate(self, word: str, before: str | None, after: str | None) -> str | None:
         """The closest dictionary word that fits between ``before`` and ``after`` best, or None."""
+        found = self.options(word, before, after, 1)
+        return found[0] if found else None
+
+    def options(self, word: str, before: str | None, after: str | None, n: int) -> list[str]:
+        """Up to ``n`` respellings of ``word``, best first by the rule above (the closest words by
+        their fit between ``before`` and ``after``, or the split), then the rest within two edits
+        (one for a short word) by distance and fit: what a model chooses among (``choose``)."""
         from symspellpy import Verbosity
 
-        found = self.symspell.lookup(word, Verbosity.CLOSEST, max_edit_distance=2)
-        best = None
-        if found and (found[0].distance == 1 or len(word) >= self.distance2_letters):
-            bigrams = self.symspell.bigrams
+        limit = 2 if len(word) >= self.distance2_letters else 1
+        found = [s for s in self.symspell.lookup(word, Verbosity.CLOSEST if n == 1 else Verbosity.ALL,
+                                                 max_edit_distance=2) if s.distance <= limit]
+        bigrams = self.symspell.bigrams
 
-            def seen(term: str) -> int:
-                return (bigrams.get(f"{before} {term}", 0) if before else 0) + \
-                    (bigrams.get(f"{term} {after}", 0) if after else 0)
+        def seen(term: str) -> int:
+            return (bigrams.get(f"{before} {term}", 0) if before else 0) + \
+                (bigrams.get(f"{term} {after}", 0) if after else 0)
 
-            def prior(term: str) -> float:
-                return self.slip_prior if _slip(word, term) else 1.0
+        def prior(term: str) -> float:
+            return self.slip_prior if _slip(word, term) else 1.0
 
-            best = max(found, key=lambda s: ((seen(s.term) + 1) * prior(s.term), s.count)).term
+        ranked = [s.term for s in sorted(found, key=lambda s: (s.distance, -(seen(s.term) + 1) * prior(s.term),
+                                                               -s.count))]
         count, pair = self.split(word)
-        if pair is not None and (best is None or count > self.symspell.words[best]):
-            return pair
-        return best
+        if pair is not None and (not ranked or count > self.symspell.words[ranked[0]]):
+            ranked.insert(0, pair)
+        elif pair is not None:
+            ranked.insert(1, pair)
+        return ranked[:n]
 
     def split(self, word: str) -> tuple[int, str | None]:
         """The two dictionary words ``word`` runs together that the bigram list holds most often
@@ -295,12 +342,13 @@ def load_speller() -> Speller:
     return Speller()
 
 
-def respell_all(texts: Iterable[str], places: Sequence[tuple[bool, bool]] | None = None) -> list[str]:
+def respell_all(texts: Iterable[str], places: Sequence[tuple[bool, bool]] | None = None,
+                choose: Choose | None = None) -> list[str]:
     """Each text after the spelling step, with the process's one Speller: how the Corrector, the
     training data (``respell: true``), distillation and the tuning scripts all respell.
     ``places``: whether each text begins and ends its line (``segment.places``; default: all do,
     as whole sentences do)."""
     speller = load_speller()
-    if places is None:
-        return [speller.respell(text) for text in texts]
-    return [speller.respell(text, *place) for text, place in zip(texts, places, strict=True)]
+    texts = list(texts)
+    places = places if places is not None else [(True, True)] * len(texts)
+    return [speller.respell(text, *place, choose=choose) for text, place in zip(texts, places, strict=True)]

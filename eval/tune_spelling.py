@@ -10,6 +10,12 @@ and ``--slip-prior`` weighs candidates that differ by letters left out, added or
 prior), and a word wordfreq counts at ``--common-zipf`` or more is left alone though
 symspellpy's dictionary lacks it (0: off). What the models then add is ``editspec eval --spelling`` against ``--no-spelling``. Tune on
 a set you do not report (FCE dev).
+
+With ``--model DIR`` (a bundle, or one checkpoint) the model whose output the bundle returns
+chooses each word's respelling among the rule's first ``--choices`` (the rule's own choice
+included): the one whose sentence it scores highest (``rescoring.scorer``: log P of the respelled
+sentence given the sentence as written), each word judged with the others at the rule's choice.
+``--margin`` nats more than the rule's choice are needed to override it.
 """
 
 from __future__ import annotations
@@ -18,7 +24,39 @@ import argparse
 import itertools
 
 from editspec.evaluation import ErrantEvaluator
-from editspec.spelling import Speller
+from editspec.spelling import Choose, Slot, Speller
+
+
+def model_choice(model_dir: str, margin: float) -> Choose:
+    """A ``Choose`` that asks the model of ``model_dir`` (see the module docstring)."""
+    from editspec.corrector import Corrector
+    from editspec.rescoring import scorer
+
+    corrector = Corrector.from_pretrained(model_dir)
+    model = corrector.t5 if corrector.t5 is not None else corrector.edit5
+    score = scorer(model, corrector.tokenizer)
+
+    def choose(written: str, text: str, slots: list[Slot]) -> list[str]:
+        def put(words: list[str]) -> str:
+            parts, cursor = [], 0
+            for slot, word in zip(slots, words):
+                parts += [text[cursor:slot.start], word]
+                cursor = slot.end
+            return "".join(parts) + text[cursor:]
+
+        rule = [slot.options[0] for slot in slots]
+        tried = [(i, option) for i, slot in enumerate(slots) for option in slot.options[1:]]
+        variants = [put(rule)] + [put(rule[:i] + [option] + rule[i + 1:]) for i, option in tried]
+        scores = score([written] * len(variants), variants)
+        if len(variants) == 1 or None in scores:
+            return rule
+        chosen, best = list(rule), [scores[0] + margin] * len(slots)
+        for (i, option), value in zip(tried, scores[1:]):
+            if value > best[i]:
+                chosen[i], best[i] = option, value
+        return chosen
+
+    return choose
 
 
 def main() -> None:
@@ -28,13 +66,17 @@ def main() -> None:
     p.add_argument("--distance2-letters", type=int, nargs="+", default=[6, 8, 99])
     p.add_argument("--slip-prior", type=float, nargs="+", default=[1.0, 4.0])
     p.add_argument("--common-zipf", type=float, nargs="+", default=[0.0, 3.3])
+    p.add_argument("--model", help="a model chooses among the rule's candidates (see above)")
+    p.add_argument("--choices", type=int, default=6, help="candidates per word the model sees")
+    p.add_argument("--margin", type=float, default=0.0, help="nats over the rule's choice to override it")
     args = p.parse_args()
 
     evaluator = ErrantEvaluator.from_m2(args.m2, limit=args.limit)
-    speller = Speller()
+    speller = Speller(choices=args.choices)
+    choose = model_choice(args.model, args.margin) if args.model else None
     for letters, prior, zipf in itertools.product(args.distance2_letters, args.slip_prior, args.common_zipf):
         speller.distance2_letters, speller.slip_prior, speller.common_zipf = letters, prior, zipf
-        outputs = [speller.respell(s) for s in evaluator.sources]
+        outputs = [speller.respell(s, choose=choose) for s in evaluator.sources]
         result = evaluator.score(outputs)
         p_, r, f = result.scores()
         changed = sum(o != s for o, s in zip(outputs, evaluator.sources))

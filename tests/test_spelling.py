@@ -67,10 +67,19 @@ def test_a_glued_sentence_gets_its_space_and_capital(speller, fragment):
     assert fragment("it was late.we left, is it?well") == "it was late. We left, is it? Well"
     assert fragment("etc.these") == "etc. these"  # an abbreviation starts no sentence
     assert speller.respell("He left.then") == "He left. Then"
+    # the next word capitalised, or the space before the mark instead of after it
+    assert fragment("is it?Well, home .The end .then") == "is it? Well, home. The end. Then"
     kept = ["see google.com now", "my notes.txt", "www.example.org", "http://site.net/a.b", "e.g.this",
             "a.b.c", "x@mail.com", "3.5.and", "https://x.com/search?q=hello.world", "index.php", "young.but",
-            "readme.txt", "recieve.xqzv"]
+            "readme.txt", "recieve.xqzv", "Amazon.Com", "I like .NET", "came .But", "version 2 .Then"]
     assert [fragment(t) for t in kept] == kept  # nor is a file name respelled or split
+
+
+def test_word_pairs_get_their_hyphen(fragment):
+    assert fragment("twenty one so called Ninety First time consuming") == \
+        "twenty-one so-called Ninety-First time-consuming"
+    kept = ["twenty ones", "so called-up", "forty-five", "fortyfive", "twenty  one", "time consumer"]
+    assert [fragment(t) for t in kept] == kept
 
 
 def test_contractions_get_their_apostrophe(speller, fragment):
