@@ -55,7 +55,10 @@ one whose next word has its capital already ("is it?Well" -> "is it? Well"; W&I 
 
 Word pairs that English joins with a hyphen get it (``HYPHENATED``): compound numbers ("twenty one"
 -> "twenty-one"; W&I train + FCE train: 27 of 30) and the pairs the annotators hyphenate most
-(``PAIRS``: "so called" -> "so-called", "time consuming", "self driving", ...; 31 of 37).
+(``PAIRS``: "so called" -> "so-called", "time consuming", "self driving", ...; 31 of 37). Words
+written in two that the annotators join are joined (``JOINED``: "every thing" -> "everything", "my
+self" -> "myself", "an other", "work place", ...; 194 of 215), not "a lot", "can not", "every day"
+or "may be", which they mostly keep.
 
 Contractions get their apostrophe back ("dont" -> "don't", "im" -> "I'm"; ``CONTRACTIONS``): W&I
 train's and FCE train's annotators do that 62 of 71 times (not for "ill", "id", "lets", "youre").
@@ -118,6 +121,10 @@ TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
 UNITS = "one two three four five six seven eight nine first second third fourth fifth sixth seventh eighth ninth".split()
 PAIRS = ["so called", "time consuming", "self driving", "eco friendly", "good looking", "single sex"]
 HYPHENATED = re.compile(rf"(?<![\w'’-])(?i:(?:{'|'.join(TENS)}) (?:{'|'.join(UNITS)})|{'|'.join(PAIRS)})(?![\w'’-])")
+# and words written in two that the annotators join (3 or more times, at least 75% of the time)
+JOINED = re.compile(r"(?<![\w'’-])(?i:every (?:thing|one|body|where)|some (?:thing|times)|any (?:thing|where)|an other|"
+                    r"(?:my|your|him|her|it) self|(?:our|your|them) selves|with out|what ever|life style|"
+                    r"(?:girl|boy) friend|basket ball|class mates|work place|home work|good bye|out side)(?![\w'’-])")
 # a full stop, "?" or "!" without its space, between two dictionary words: "late.we", "it?Well", or
 # with the space before it: "home .The" (not a domain or file name: "google.com", "notes.txt", "www.x.org")
 GLUED = re.compile(r"(?<![\w.@/:\\-])([A-Za-z]{2,}) ?([.?!])([A-Za-z][a-z]+)\b(?![.@/\\-])")
@@ -214,6 +221,7 @@ class Speller:
         curly = "’" in text and "'" not in text
         text = CONTRACTION.sub(lambda m: m.group() if in_link(m.start()) else _contracted(m.group(), curly), text)
         text = HYPHENATED.sub(lambda m: m.group().replace(" ", "-"), text)  # a link holds no space
+        text = JOINED.sub(lambda m: m.group().replace(" ", ""), text)
         return _stopped(text) if ends_line else text
 
     def _unglued(self, match: re.Match) -> str:
