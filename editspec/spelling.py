@@ -49,16 +49,18 @@ A full stop, "?" or "!" written without its space between two dictionary words g
 next word its capital ("it was late.we left" -> "It was late. We left"; ``GLUED``; not in links,
 nor before a file extension or a domain's ending that is no common word, nor before "so", "and" and
 "but", which annotators join with a comma): W&I train's annotators do that 64 of 106 times. So does
-one whose next word has its capital already ("is it?Well" -> "is it? Well"; W&I train + FCE train:
-26 of 30) or whose space stands before the mark ("home .The end" -> "home. The end"; 79 of 89, and
-40 of 41 before a lower-case word).
+one whose next word has its capital already ("is it?Well" -> "is it? Well"; not after a full stop
+and a capitalised word, "Math.Max", "Google.It"; W&I train + FCE train: 27 of 31), or whose space
+stands before the mark, next to a capital ("home .The end" -> "home. The end"; 79 of 89; not
+".profile").
 
 Word pairs that English joins with a hyphen get it (``HYPHENATED``): compound numbers ("twenty one"
 -> "twenty-one"; W&I train + FCE train: 27 of 30) and the pairs the annotators hyphenate most
 (``PAIRS``: "so called" -> "so-called", "time consuming", "self driving", ...; 31 of 37). Words
 written in two that the annotators join are joined (``JOINED``: "every thing" -> "everything", "my
-self" -> "myself", "an other", "work place", ...; 194 of 215), not "a lot", "can not", "every day"
-or "may be", which they mostly keep.
+self" -> "myself", "an other", "work place", ...; 193 of 211), not "every one of", "my self
+esteem", a title's "Life Style", nor "a lot", "can not", "every day" or "may be", which annotators
+mostly keep.
 
 Contractions get their apostrophe back ("dont" -> "don't", "im" -> "I'm"; ``CONTRACTIONS``): W&I
 train's and FCE train's annotators do that 62 of 71 times (not for "ill", "id", "lets", "youre").
@@ -73,8 +75,8 @@ A full stop ends a long sentence that ends its line with a word (the models alon
                 greetings, closings).
 
 Everything else (other characters, spacing, capitalised words, and URLs, paths and e-mail
-addresses) is copied as written, but for the space a split word or a glued sentence takes, a
-contraction's apostrophe and the full stop. Written here rather than with symspellpy's ``lookup_compound``, which re-spaces and lower-cases the whole
+addresses) is copied as written, but for the space a split word or a glued sentence takes (or moves:
+"home .The"), a contraction's apostrophe, a pair's hyphen or lost space, and the full stop. Written here rather than with symspellpy's ``lookup_compound``, which re-spaces and lower-cases the whole
 text and drops its punctuation. README "Spelling" has what it does to each model's scores and
 how its choices were made (on FCE dev).
 """
@@ -118,16 +120,24 @@ CONTRACTION = re.compile(rf"(?<![\w'’.@/-])(?i:{'|'.join(CONTRACTIONS)})(?![\w
 # word pairs English writes with a hyphen: compound numbers, and the pairs W&I train's and FCE
 # train's annotators hyphenate most (4 or more times, at least 80% of the time)
 TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
-UNITS = "one two three four five six seven eight nine first second third fourth fifth sixth seventh eighth ninth".split()
+UNITS = ("one two three four five six seven eight nine "
+         "first second third fourth fifth sixth seventh eighth ninth").split()
 PAIRS = ["so called", "time consuming", "self driving", "eco friendly", "good looking", "single sex"]
-HYPHENATED = re.compile(rf"(?<![\w'’-])(?i:(?:{'|'.join(TENS)}) (?:{'|'.join(UNITS)})|{'|'.join(PAIRS)})(?![\w'’-])")
-# and words written in two that the annotators join (3 or more times, at least 75% of the time)
-JOINED = re.compile(r"(?<![\w'’-])(?i:every (?:thing|one|body|where)|some (?:thing|times)|any (?:thing|where)|an other|"
-                    r"(?:my|your|him|her|it) self|(?:our|your|them) selves|with out|what ever|life style|"
-                    r"(?:girl|boy) friend|basket ball|class mates|work place|home work|good bye|out side)(?![\w'’-])")
+_ALONE_BEFORE = r"(?<![\w'’.@/\\-])"  # as for contractions: not in a link, a file name, an address
+_ALONE_AFTER = r"(?![\w'’@/\\-]|\.\w)"
+HYPHENATED = re.compile(rf"{_ALONE_BEFORE}(?i:(?:{'|'.join(TENS)}) (?:{'|'.join(UNITS)})|{'|'.join(PAIRS)}){_ALONE_AFTER}")
+# and words written in two that the annotators join (3 or more times, at least 75% of the time);
+# not "every one of" (each one), nor "your self esteem" (self-esteem)
+JOINED = re.compile(
+    rf"{_ALONE_BEFORE}(?i:every (?:thing|one(?! of\b)|body|where)|some (?:thing|times)|any (?:thing|where)|"
+    r"an other|(?:my|your|him|her|it) self(?! (?:esteem|confidence|image|respect|control|discipline|"
+    r"awareness|interest|development|defen[cs]e|care|help|made|taught|employed|centered|esteemed)\b)|"
+    r"(?:our|your|them) selves|with out|what ever|life style|(?:girl|boy) friend|basket ball|class mates|"
+    rf"work place|home work|good bye|out side){_ALONE_AFTER}")
 # a full stop, "?" or "!" without its space, between two dictionary words: "late.we", "it?Well", or
-# with the space before it: "home .The" (not a domain or file name: "google.com", "notes.txt", "www.x.org")
-GLUED = re.compile(r"(?<![\w.@/:\\-])([A-Za-z]{2,}) ?([.?!])([A-Za-z][a-z]+)\b(?![.@/\\-])")
+# with the space before it: "home .The" (not a domain, a file name or code: "google.com", "notes.txt",
+# "www.x.org", "Math.Max", ".filter()")
+GLUED = re.compile(r"(?<![\w.@/:\\-])([A-Za-z]{2,})( ?)([.?!])([A-Za-z][a-z]+)\b(?![.@/\\(-])")
 NOT_GLUED = set("""com org net edu gov info biz io co uk de fr ru jp cn nl au ca es ly pdf html htm php asp aspx
 css js json xml csv tsv txt md doc docx xls xlsx ppt pptx png jpg jpeg gif svg zip rar gz exe dll py java sql sh
 yml yaml ini cfg log mp3 mp4 wav avi mov so and but""".split())  # the last three: annotators join with a comma
@@ -220,15 +230,17 @@ class Speller:
         links = _links(text)  # respelling moved them
         curly = "’" in text and "'" not in text
         text = CONTRACTION.sub(lambda m: m.group() if in_link(m.start()) else _contracted(m.group(), curly), text)
-        text = HYPHENATED.sub(lambda m: m.group().replace(" ", "-"), text)  # a link holds no space
-        text = JOINED.sub(lambda m: m.group().replace(" ", ""), text)
+        text = HYPHENATED.sub(lambda m: m.group() if in_link(m.start()) else m.group().replace(" ", "-"), text)
+        text = JOINED.sub(lambda m: m.group() if in_link(m.start()) else _joined(m.group()), text)
         return _stopped(text) if ends_line else text
 
     def _unglued(self, match: re.Match) -> str:
         """A ``GLUED`` match with its space ("late.we" -> "late. we", capitalised later)."""
-        before, mark, after = match.groups()
+        before, space, mark, after = match.groups()
         if after.lower() in NOT_GLUED or not (self.knows(before) and self.knows(after)):
             return match.group()
+        if (space and after.islower()) or (mark == "." and before[0].isupper() and after[0].isupper()):
+            return match.group()  # ".profile", "Math.Max", "Google.It": more often names than sentences
         return f"{before}{mark} {after}"
 
     def knows(self, word: str) -> bool:
@@ -256,8 +268,7 @@ class Speller:
         from symspellpy import Verbosity
 
         limit = 2 if len(word) >= self.distance2_letters else 1
-        found = [s for s in self.symspell.lookup(word, Verbosity.CLOSEST if n == 1 else Verbosity.ALL,
-                                                 max_edit_distance=2) if s.distance <= limit]
+        found = [s for s in self.symspell.lookup(word, Verbosity.ALL, max_edit_distance=2) if s.distance <= limit]
         bigrams = self.symspell.bigrams
 
         def seen(term: str) -> int:
@@ -310,6 +321,13 @@ def _contracted(word: str, curly: bool) -> str:
         return word  # "DONT", "IM": shouting, or an acronym
     full = CONTRACTIONS[word.lower()].replace("'", "’" if curly else "'")
     return full[0].upper() + full[1:] if word[0].isupper() else full
+
+
+def _joined(pair: str) -> str:
+    """A ``JOINED`` match written as one word, unless a word of it has more than a first capital
+    ("Life Style Magazine", "EVERY thing": a title, or shouting)."""
+    first, second = pair.split(" ")
+    return first + second if second.islower() and first[1:].islower() else pair
 
 
 def _links(text: str) -> list[tuple[int, int]]:

@@ -46,9 +46,11 @@ def model_choice(model_dir: str, margin: float) -> Choose:
 
         rule = [slot.options[0] for slot in slots]
         tried = [(i, option) for i, slot in enumerate(slots) for option in slot.options[1:]]
+        if not tried:
+            return rule
         variants = [put(rule)] + [put(rule[:i] + [option] + rule[i + 1:]) for i, option in tried]
         scores = score([written] * len(variants), variants)
-        if len(variants) == 1 or None in scores:
+        if None in scores:
             return rule
         chosen, best = list(rule), [scores[0] + margin] * len(slots)
         for (i, option), value in zip(tried, scores[1:]):

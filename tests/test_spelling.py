@@ -67,11 +67,13 @@ def test_a_glued_sentence_gets_its_space_and_capital(speller, fragment):
     assert fragment("it was late.we left, is it?well") == "it was late. We left, is it? Well"
     assert fragment("etc.these") == "etc. these"  # an abbreviation starts no sentence
     assert speller.respell("He left.then") == "He left. Then"
-    # the next word capitalised, or the space before the mark instead of after it
-    assert fragment("is it?Well, home .The end .then") == "is it? Well, home. The end. Then"
+    # the next word capitalised, or the space before the mark instead of after it (before a
+    # capital: ".profile" is a file's name)
+    assert fragment("is it?Well, home .The end .then") == "is it? Well, home. The end .then"
     kept = ["see google.com now", "my notes.txt", "www.example.org", "http://site.net/a.b", "e.g.this",
             "a.b.c", "x@mail.com", "3.5.and", "https://x.com/search?q=hello.world", "index.php", "young.but",
-            "readme.txt", "recieve.xqzv", "Amazon.Com", "I like .NET", "came .But", "version 2 .Then"]
+            "readme.txt", "recieve.xqzv", "Amazon.Com", "I like .NET", "came .But", "version 2 .Then",
+            "edit your .profile", "use .filter() now", "Math.Max", "Google.It"]
     assert [fragment(t) for t in kept] == kept  # nor is a file name respelled or split
 
 
@@ -81,7 +83,12 @@ def test_word_pairs_get_their_hyphen_or_are_joined(fragment):
     kept = ["twenty ones", "so called-up", "forty-five", "fortyfive", "twenty  one", "time consumer"]
     assert [fragment(t) for t in kept] == kept
     assert fragment("Every thing in my self, an other work place") == "Everything in myself, another workplace"
-    kept = ["a lot", "can not", "every day", "may be", "every things", "some-times", "it selfie"]
+    kept = ["a lot", "can not", "every day", "may be", "every things", "some-times", "it selfie",
+            "every one of us", "your self esteem", "Life Style Magazine", "EVERY thing"]
+    assert [fragment(t) for t in kept] == kept
+    # nor in a link, a file name or an address
+    kept = ["www.site.com/every thing", "see http://x.com/twenty one", "my self@example.com",
+            "home work.docx", r"C:\Users\me\home work\notes.txt"]
     assert [fragment(t) for t in kept] == kept
 
 
@@ -130,8 +137,8 @@ def test_respell_keeps_everything_but_words(speller, text):
     out = speller.respell(text, ends_line=False)
     strip = lambda s: "".join(c for c in s.lower() if not ("a" <= c <= "z" or c == " "))  # noqa: E731
     assert strip(out) == strip(text)  # only letters change (words, capitals), nothing else moves
-    # a space comes only between split or unglued words (this alphabet spells no pair that is
-    # joined or hyphenated: those remove one)
+    # a space comes only between split or unglued words, or moves ("home .The"; this alphabet
+    # spells no pair that is joined or hyphenated: those remove one)
     assert out.count(" ") >= text.count(" ")
     body = out.rstrip()  # a line's end adds at most a full stop after its last word
     assert speller.respell(text) in (out, body + "." + out[len(body):])
