@@ -257,11 +257,6 @@ class Speller:
 
         return self.common_zipf > 0 and zipf_frequency(word, "en") >= self.common_zipf
 
-    def candidate(self, word: str, before: str | None, after: str | None) -> str | None:
-        """The closest dictionary word that fits between ``before`` and ``after`` best, or None."""
-        found = self.options(word, before, after, 1)
-        return found[0] if found else None
-
     def options(self, word: str, before: str | None, after: str | None, n: int) -> list[str]:
         """Up to ``n`` respellings of ``word``, best first by the rule above (the closest words by
         their fit between ``before`` and ``after``, or the split), then the rest within two edits
