@@ -454,7 +454,12 @@ class Corrector:
 
     @property
     def device(self) -> torch.device:
-        return (self.t5 if self.t5 is not None else self.edit5).device
+        return self.output_model.device
+
+    @property
+    def output_model(self):
+        """The model whose output is returned (the T5, except in edit5 mode)."""
+        return self.t5 if self.t5 is not None else self.edit5
 
     @property
     def tokenizer(self):
@@ -546,8 +551,7 @@ class Corrector:
             from editspec.rescoring import rescore, scorer
 
             changed = [i for i in order if out[i] != units[i]]
-            model = self.t5 if self.t5 is not None else self.edit5
-            score = scorer(model, self.tokenizer, batch_size=4 * self.batch_size)
+            score = scorer(self.output_model, self.tokenizer, batch_size=4 * self.batch_size)
             for i, text in zip(changed, rescore([units[i] for i in changed], [out[i] for i in changed], score)):
                 out[i] = text
         return out

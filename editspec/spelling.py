@@ -116,15 +116,16 @@ jewish catholic islamic buddhist""".split()
 # corrected otherwise)
 CONTRACTIONS = {w.replace("'", "").lower(): w for w in """don't didn't doesn't isn't wasn't couldn't
 wouldn't shouldn't aren't weren't haven't hasn't hadn't can't won't I'm I've that's""".split()}
-CONTRACTION = re.compile(rf"(?<![\w'’.@/-])(?i:{'|'.join(CONTRACTIONS)})(?![\w'’@/-]|\.\w)")
+# a listed word or pair on its own: not in a link, a file name or an address ("dont.txt", "a/im")
+_ALONE_BEFORE = r"(?<![\w'’.@/\\-])"
+_ALONE_AFTER = r"(?![\w'’@/\\-]|\.\w)"
+CONTRACTION = re.compile(rf"{_ALONE_BEFORE}(?i:{'|'.join(CONTRACTIONS)}){_ALONE_AFTER}")
 # word pairs English writes with a hyphen: compound numbers, and the pairs W&I train's and FCE
 # train's annotators hyphenate most (4 or more times, at least 80% of the time)
 TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
 UNITS = ("one two three four five six seven eight nine "
          "first second third fourth fifth sixth seventh eighth ninth").split()
 PAIRS = ["so called", "time consuming", "self driving", "eco friendly", "good looking", "single sex"]
-_ALONE_BEFORE = r"(?<![\w'’.@/\\-])"  # as for contractions: not in a link, a file name, an address
-_ALONE_AFTER = r"(?![\w'’@/\\-]|\.\w)"
 HYPHENATED = re.compile(rf"{_ALONE_BEFORE}(?i:(?:{'|'.join(TENS)}) (?:{'|'.join(UNITS)})|{'|'.join(PAIRS)}){_ALONE_AFTER}")
 # and words written in two that the annotators join (3 or more times, at least 75% of the time, and
 # the rest of their families: "him self", "boy friend"); not "every one of" (each one), nor "your
@@ -163,6 +164,15 @@ class Slot:
     start: int
     end: int
     options: list[str]
+
+
+def fill(text: str, slots: Sequence[Slot], words: Sequence[str]) -> str:
+    """``text`` with each slot's word replaced by the word given for it."""
+    parts, cursor = [], 0
+    for slot, word in zip(slots, words, strict=True):
+        parts += [text[cursor:slot.start], word]
+        cursor = slot.end
+    return "".join(parts) + text[cursor:]
 
 
 # (the text as written, the text being respelled, its unknown words) -> one respelling per word:
@@ -223,11 +233,7 @@ class Speller:
             if found:
                 slots.append(Slot(match.start(), match.end(), found))
         chosen = [slot.options[0] for slot in slots] if choose is None else choose(original, text, slots)
-        parts, cursor = [], 0
-        for slot, better in zip(slots, chosen, strict=True):
-            parts += [text[cursor:slot.start], better]
-            cursor = slot.end
-        text = "".join(parts) + text[cursor:]
+        text = fill(text, slots, chosen)
         links = _links(text)  # respelling moved them
         curly = "’" in text and "'" not in text
         text = CONTRACTION.sub(lambda m: m.group() if in_link(m.start()) else _contracted(m.group(), curly), text)
@@ -366,13 +372,12 @@ def load_speller() -> Speller:
     return Speller()
 
 
-def respell_all(texts: Iterable[str], places: Sequence[tuple[bool, bool]] | None = None,
-                choose: Choose | None = None) -> list[str]:
+def respell_all(texts: Iterable[str], places: Sequence[tuple[bool, bool]] | None = None) -> list[str]:
     """Each text after the spelling step, with the process's one Speller: how the Corrector, the
     training data (``respell: true``), distillation and the tuning scripts all respell.
     ``places``: whether each text begins and ends its line (``segment.places``; default: all do,
     as whole sentences do)."""
     speller = load_speller()
-    texts = list(texts)
-    places = places if places is not None else [(True, True)] * len(texts)
-    return [speller.respell(text, *place, choose=choose) for text, place in zip(texts, places, strict=True)]
+    if places is None:
+        return [speller.respell(text) for text in texts]
+    return [speller.respell(text, *place) for text, place in zip(texts, places, strict=True)]

@@ -24,7 +24,7 @@ import argparse
 import itertools
 
 from editspec.evaluation import ErrantEvaluator
-from editspec.spelling import Choose, Slot, Speller
+from editspec.spelling import Choose, Slot, Speller, fill
 
 
 def model_choice(model_dir: str, margin: float) -> Choose:
@@ -33,22 +33,15 @@ def model_choice(model_dir: str, margin: float) -> Choose:
     from editspec.rescoring import scorer
 
     corrector = Corrector.from_pretrained(model_dir)
-    model = corrector.t5 if corrector.t5 is not None else corrector.edit5
-    score = scorer(model, corrector.tokenizer)
+    score = scorer(corrector.output_model, corrector.tokenizer)
 
     def choose(written: str, text: str, slots: list[Slot]) -> list[str]:
-        def put(words: list[str]) -> str:
-            parts, cursor = [], 0
-            for slot, word in zip(slots, words):
-                parts += [text[cursor:slot.start], word]
-                cursor = slot.end
-            return "".join(parts) + text[cursor:]
-
         rule = [slot.options[0] for slot in slots]
         tried = [(i, option) for i, slot in enumerate(slots) for option in slot.options[1:]]
         if not tried:
             return rule
-        variants = [put(rule)] + [put(rule[:i] + [option] + rule[i + 1:]) for i, option in tried]
+        variants = [fill(text, slots, rule)] + [fill(text, slots, rule[:i] + [option] + rule[i + 1:])
+                                                for i, option in tried]
         scores = score([written] * len(variants), variants)
         if None in scores:
             return rule
