@@ -462,6 +462,11 @@ class Corrector:
         return self.t5 if self.t5 is not None else self.edit5
 
     @property
+    def output_path(self):
+        """The directory of the output model (where the tuning scripts store a setting)."""
+        return self.paths["t5" if self.t5 is not None else "edit5"]
+
+    @property
     def tokenizer(self):
         """The tokenizer of the model whose output is returned (T5's, except in edit5 mode)."""
         return self.t5_tokenizer if self.t5 is not None else self.edit5_tokenizer

@@ -7,7 +7,8 @@ The guard (``editspec.corrector.guard``) keeps a sentence as written when the mo
 rewrites more than N words in one edit: a small model that loses its place repeats a phrase or
 skips half the sentence, and its other edits in that sentence are then unreliable too. This
 script corrects the dev set's sentence units once without the guard, then applies it for each N
-(0 = off) exactly as ``Corrector`` does (per unit, before rejoining), scores each with ERRANT as
+(0 = off) exactly as ``Corrector`` does (per unit, before rejoining; with the spelling step, the
+made-up-word check after it), scores each with ERRANT as
 ``editspec eval`` does, and prints P/R/F0.5, the number of units kept as written, and what the
 guard would cost a perfect corrector: the share of gold-corrected sentences (annotator 0, whole
 sentences) it would keep as written. ``--write`` stores the
@@ -25,16 +26,20 @@ import argparse
 
 from editspec import segment
 from editspec.corpora import read_m2
-from editspec.corrector import Corrector, guard
+from editspec.corrector import Corrector, guard, real_words
 from editspec.evaluation import ErrantEvaluator, correct_all
 from tuning import bundle_options, pick_best  # eval/tuning.py, beside this script
 
 
 def apply_guard(sources: list[str], spans: list[list[tuple[int, int]]], units: list[str],
-                raw: list[str], limit: int) -> tuple[list[str], int]:
-    """(the sources' outputs with the guard applied per unit as ``Corrector`` does, units kept)."""
+                raw: list[str], limit: int, knows=None) -> tuple[list[str], int]:
+    """(the sources' outputs with the guard applied per unit as ``Corrector`` does, units kept);
+    with ``knows`` (the spelling step's dictionary), made-up words are undone after it, likewise."""
     kept = [guard(u, o, limit) for u, o in zip(units, raw)]
-    return segment.rejoin_lines(sources, spans, kept), sum(k != o for k, o in zip(kept, raw))
+    held = sum(k != o for k, o in zip(kept, raw))
+    if knows is not None:
+        kept = [real_words(u, k, knows) for u, k in zip(units, kept)]
+    return segment.rejoin_lines(sources, spans, kept), held
 
 
 def main() -> None:
@@ -49,10 +54,12 @@ def main() -> None:
     evaluator = ErrantEvaluator.from_m2(args.m2, limit=args.limit)
     spans = segment.segment_lines(evaluator.sources, corrector.limits)
     units = segment.unit_texts(evaluator.sources, spans)
+    knows = None
     if corrector.spelling:  # the guard compares the model's output with its (respelled) input
-        from editspec.spelling import respell_all
+        from editspec.spelling import load_speller, respell_all
 
         units, corrector.spelling = respell_all(units, segment.places(evaluator.sources, spans)), False
+        knows = load_speller().knows
     raw, seconds = correct_all(corrector.correct_units, units, args.batch_size * 4, progress=True,
                                desc=corrector.mode)
     print(f"{len(evaluator)} sentences, {len(units)} units, mode {corrector.mode}: {seconds:.0f} s")
@@ -61,15 +68,14 @@ def main() -> None:
 
     scores = {}
     for limit in args.limits:
-        outputs, held = apply_guard(evaluator.sources, spans, units, raw, limit)
+        outputs, held = apply_guard(evaluator.sources, spans, units, raw, limit, knows)
         result = evaluator.score(outputs)
         scores[limit] = result.scores()
         gold_held = sum(guard(s, t, limit) != t for s, t in gold) / max(len(gold), 1)
         print(f"max_edit_words {limit:3d}: P {scores[limit][0]:.4f}  R {scores[limit][1]:.4f}  "
               f"F0.5 {scores[limit][2]:.4f}  TP {result.tp}  FP {result.fp}  units kept as written {held}  "
               f"gold corrections it would keep as written {gold_held:.1%}", flush=True)
-    output_model = corrector.paths["t5" if corrector.t5 is not None else "edit5"]
-    pick_best(scores, "max_edit_words", len(evaluator), output_model if args.write else None)
+    pick_best(scores, "max_edit_words", len(evaluator), corrector.output_path if args.write else None)
 
 
 if __name__ == "__main__":

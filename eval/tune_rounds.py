@@ -55,8 +55,7 @@ def main() -> None:
             tqdm.write(f"rounds {n}: P {scores[n][0]:.4f}  R {scores[n][1]:.4f}  F0.5 {scores[n][2]:.4f}  "
                        f"TP {result.tp}  FP {result.fp}  units changed by this round {changed}  "
                        f"({time.perf_counter() - started:.0f} s)")
-    output_model = corrector.paths["t5" if corrector.t5 is not None else "edit5"]
-    pick_best(scores, "rounds", len(evaluator), output_model if args.write else None)
+    pick_best(scores, "rounds", len(evaluator), corrector.output_path if args.write else None)
 
 
 if __name__ == "__main__":

@@ -369,6 +369,31 @@ def test_tune_guard_applies_the_guard_as_the_corrector_does(models):
         assert (kept > 0) == (limit > 0)
 
 
+def test_tune_guard_undoes_made_up_words_after_the_guard_as_the_corrector_does(models):
+    """With the spelling step on, the corrector undoes made-up words after the guard: so does
+    eval/tune_guard.py (a random T5 glues sub-word pieces into words no dictionary knows)."""
+    sys.path.insert(0, str(ROOT / "eval"))
+    from tune_guard import apply_guard
+
+    from editspec.spelling import load_speller, respell_all
+
+    lines = ["She go home. I like a subject.", "He go to school every days.", "Yes. No. Maybe so.",
+             "Their is many peoples who thinks so.", "I has went to the the park yesterday."]
+    raw = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", max_edit_words=0)
+    spans = segment.segment_lines(lines, raw.limits)
+    units = respell_all(segment.unit_texts(lines, spans), segment.places(lines, spans))
+    outputs = raw.correct_units(units)
+    knows = load_speller().knows
+    undone = 0
+    for limit in (0, 2):
+        spelled = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", max_edit_words=limit,
+                                            spelling=True)
+        got, kept = apply_guard(lines, spans, units, outputs, limit, knows)
+        assert got == spelled.correct(lines) and kept == spelled.guarded
+        undone += spelled.unreal
+    assert undone > 0  # the check did undo something, so the equality tested it
+
+
 def test_tune_rounds_scores_each_round_as_the_corrector_outputs_it(models, tmp_path, monkeypatch, capsys):
     """eval/tune_rounds.py prints one score per round, and on a gold set without edits its false
     edits appear exactly when a Corrector with that many rounds changes a sentence."""
