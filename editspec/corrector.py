@@ -462,7 +462,7 @@ class Corrector:
         return self.t5 if self.t5 is not None else self.edit5
 
     @property
-    def output_path(self):
+    def output_path(self) -> str | os.PathLike | None:
         """The directory of the output model (where the tuning scripts store a setting)."""
         return self.paths["t5" if self.t5 is not None else "edit5"]
 

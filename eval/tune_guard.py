@@ -23,6 +23,7 @@ JFLEG dev reported).
 from __future__ import annotations
 
 import argparse
+from typing import Callable
 
 from editspec import segment
 from editspec.corpora import read_m2
@@ -32,7 +33,7 @@ from tuning import bundle_options, pick_best  # eval/tuning.py, beside this scri
 
 
 def apply_guard(sources: list[str], spans: list[list[tuple[int, int]]], units: list[str],
-                raw: list[str], limit: int, knows=None) -> tuple[list[str], int]:
+                raw: list[str], limit: int, knows: Callable[[str], bool] | None = None) -> tuple[list[str], int]:
     """(the sources' outputs with the guard applied per unit as ``Corrector`` does, units kept);
     with ``knows`` (the spelling step's dictionary), made-up words are undone after it, likewise."""
     kept = [guard(u, o, limit) for u, o in zip(units, raw)]
