@@ -457,19 +457,24 @@ class Corrector:
         return self.output_model.device
 
     @property
+    def output_kind(self) -> str:
+        """Which model's output is returned: "t5", except in edit5 mode ("edit5")."""
+        return "t5" if self.t5 is not None else "edit5"
+
+    @property
     def output_model(self):
-        """The model whose output is returned (the T5, except in edit5 mode)."""
-        return self.t5 if self.t5 is not None else self.edit5
+        """The model whose output is returned."""
+        return getattr(self, self.output_kind)
 
     @property
     def output_path(self) -> str | os.PathLike | None:
         """The directory of the output model (where the tuning scripts store a setting)."""
-        return self.paths["t5" if self.t5 is not None else "edit5"]
+        return self.paths[self.output_kind]
 
     @property
     def tokenizer(self):
-        """The tokenizer of the model whose output is returned (T5's, except in edit5 mode)."""
-        return self.t5_tokenizer if self.t5 is not None else self.edit5_tokenizer
+        """The tokenizer of the model whose output is returned."""
+        return getattr(self, f"{self.output_kind}_tokenizer")
 
     # -- public API --
 
