@@ -535,6 +535,41 @@ def test_right_edits_keeps_only_the_teachers_edits_the_clean_sentence_has():
     assert right_edits(source, teacher, source) == source  # a clean source: every edit is wrong
 
 
+def test_back_translate_pairs_sampled_sentences_with_the_clean_ones_reproducibly(models, tmp_path):
+    """training/back_translate.py: target.txt holds the usable clean sentences (4-60 words, no
+    character the tokenizer lacks) in order, source.txt the error model's samples; the same seed
+    gives the same samples, another seed others; with the guard only samples within its limit stay;
+    a rerun reuses the stored parts."""
+    from editspec.synthetic import WIKI_DIR
+
+    sys.path.insert(0, str(ROOT / "training"))
+    import back_translate
+
+    data = tmp_path / "data"
+    (data / WIKI_DIR).mkdir(parents=True)
+    lines = ["The cat went to the park yesterday.", "Too short.", "My friend saw 中文 in the city.",
+             "I played football with friends on Monday.", "We wanted some water in the morning.",
+             "The teacher liked the old house because it is fun."]
+    (data / WIKI_DIR / "enwiki_sentences.00.txt").write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    usable = [lines[0], lines[3], lines[4], lines[5]]
+
+    def run(out, *extra):
+        back_translate.main([str(models / "bundle" / "t5"), "--out", str(out), "--sentences", "3", "--skip", "1",
+                             "--shards", "0", "--data-dir", str(data), "--batch-size", "2", "--chunk", "2", *extra])
+        return [(out / f"{name}.txt").read_text(encoding="utf-8").splitlines() for name in ("source", "target")]
+
+    source, target = run(tmp_path / "a", "--max-edit-words", "0")
+    assert target == usable[1:4] and len(source) == 3 and source != target  # a random T5 rewrites
+    assert run(tmp_path / "b", "--max-edit-words", "0") == [source, target]
+    assert run(tmp_path / "c", "--max-edit-words", "0", "--seed", "1")[0] != source
+    guarded, kept = run(tmp_path / "d", "--max-edit-words", "3")
+    assert len(kept) < 3 and all(guard(t, s, 3) == s for s, t in zip(guarded, kept))
+    assert all((s, t) in zip(source, target) for s, t in zip(guarded, kept))  # the same samples, fewer
+    part = tmp_path / "a" / "parts" / "00000000.json"
+    part.write_text(json.dumps({**json.loads(part.read_text()), "source": ["kept", "kept"]}))
+    assert run(tmp_path / "a", "--max-edit-words", "0")[0][:2] == ["kept", "kept"]
+
+
 def test_identity_model_reproduces_every_line(identity):
     assert identity.mode == "edit5"
     assert identity.correct(LINES) == LINES

@@ -386,3 +386,14 @@ def test_respell_passes_sources_through_the_spelling_step(tmp_path):
     plain, respelled = T.read_pairs(spec, tmp_path), T.read_pairs({**spec, "respell": True}, tmp_path)
     assert plain["source"] == ["I recieve your leter.", "Fine."]
     assert respelled["source"] == ["I receive your letter.", "Fine."] and respelled["target"] == plain["target"]
+
+
+def test_reverse_turns_the_pairs_around_for_an_error_model(tmp_path):
+    """``reverse: true``: the corrected sentence is the source and the learner's the target (an
+    error model for training/back_translate.py); respelling it as well is refused."""
+    (tmp_path / "pairs.tsv").write_text("I recieve your leter.\tI receive your letter.\n", encoding="utf-8")
+    spec = {"type": "parallel", "path": "pairs.tsv"}
+    reversed_ = T.read_pairs({**spec, "reverse": True}, tmp_path)
+    assert reversed_["source"] == ["I receive your letter."] and reversed_["target"] == ["I recieve your leter."]
+    with pytest.raises(SystemExit, match="respell and reverse"):
+        T.read_pairs({**spec, "reverse": True, "respell": True}, tmp_path)

@@ -15,7 +15,8 @@ A recipe has three sections (see configs/ for complete ones; ``--set train.lr=3e
             marker_gap (with point_markers: a marker's key also sees the token after the gap)
     data:   sources (weighted mixture: m2 | parallel | synthetic; ``respell: true`` on an m2 or
             parallel source, or on dev, passes its sources through ``editspec.spelling`` first, as
-            ``Corrector`` does before a model whose config says ``spelling``), dev (an M2 file),
+            ``Corrector`` does before a model whose config says ``spelling``; ``reverse: true``
+            turns the pairs around, for an error model), dev (an M2 file),
             max_length, batch_tokens or batch_size, pool_size
     train:  max_steps, lr, schedule, warmup_steps, grad_accum, mixed_precision, save_every,
             keep_last, eval_every, eval_f05_every, log_every, seed, num_threads,
@@ -237,10 +238,15 @@ def read_pairs(spec: dict, data_dir: Path):
             pairs = corpora.read_parallel(path("source"), path("target"), detokenized=spec.get("detokenized", False))
     else:
         raise SystemExit(f"unknown data source type {kind!r} (m2, parallel or synthetic)")
+    if spec.get("respell") and spec.get("reverse"):
+        raise SystemExit(f"data source {spec.get('name', kind)}: respell and reverse together (respell the "
+                         "back-translated pairs instead)")
     if spec.get("respell"):
         from editspec.spelling import respell_all
 
         pairs = pairs.remove_columns("source").add_column("source", respell_all(pairs["source"]))
+    if spec.get("reverse"):  # corrected -> learner's text: an error model for training/back_translate.py
+        pairs = pairs.rename_columns({"source": "target", "target": "source"})
     return pairs
 
 
