@@ -154,7 +154,7 @@ def guard(source: str, output: str, max_edit_words: int) -> str:
     A small seq2seq model that loses its place in a sentence repeats a phrase until the length
     limit or skips half the sentence; the rest of such an output is unreliable too, so the
     whole sentence is kept as written. The limit is chosen on FCE dev by ``eval/tune_guard.py``
-    and stored with the model; README "The guard" has what it does to the shipped T5's scores.
+    and stored with the model; reports/models.md ("The guard") has what it does to the shipped T5's scores.
     """
     if max_edit_words and any(edit_size(e) > max_edit_words for e in diff(source, output)):
         return source
@@ -173,7 +173,7 @@ def real_words(source: str, output: str, knows: Callable[[str], bool]) -> str:
 
     A small model builds words from sub-word pieces and now and then glues a wrong piece to a
     right one; none of the shipped models' edits that wrote such a word was right on W&I dev, FCE
-    test, CoNLL-2013 or JFLEG dev (README "Spelling"; ``eval/made_up_words.py``). A word is a
+    test, CoNLL-2013 or JFLEG dev (reports/models.md, "Spelling"; ``eval/made_up_words.py``). A word is a
     ``LETTER_WORD`` of the output, so an edit of part of one ("don" -> "doesn" in "doesn't") is
     judged by the whole; one ``knows`` does not know whole is judged by its parts without a
     possessive ("Canide's" -> "Canide", "worldold-wide" -> "worldold", "wide").

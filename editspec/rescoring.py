@@ -20,7 +20,7 @@ log P is the model's own: T5's teacher-forced probability of the output tokens
 (``EdiT5Model.log_likelihood``, features as in training). The speculative mode's output is the
 T5's, so the T5 rescores it and the two modes still return the same text. Each edit is judged
 beside all the others, and the kept ones are made together. It costs one batched teacher-forced
-pass over the changed units' variants (README "Rescoring" has the measured cost and what it does
+pass over the changed units' variants (reports/models.md, "Rescoring", has the measured cost and what it does
 to each model's scores); the biases of ``generate_edits`` (keep, stop) are not part of the score.
 """
 

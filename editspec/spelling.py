@@ -77,7 +77,7 @@ A full stop ends a long sentence that ends its line with a word (the models alon
 Everything else (other characters, spacing, capitalised words, and URLs, paths and e-mail
 addresses) is copied as written, but for the space a split word or a glued sentence takes (or moves:
 "home .The"), a contraction's apostrophe, a pair's hyphen or lost space, and the full stop. Written here rather than with symspellpy's ``lookup_compound``, which re-spaces and lower-cases the whole
-text and drops its punctuation. README "Spelling" has what it does to each model's scores and
+text and drops its punctuation. reports/models.md ("Spelling") has what it does to each model's scores and
 how its choices were made (on FCE dev).
 """
 
@@ -177,7 +177,7 @@ def fill(text: str, slots: Sequence[Slot], words: Sequence[str]) -> str:
 
 # (the text as written, the text being respelled, its unknown words) -> one respelling per word:
 # a model that reads the whole sentence could choose where the rule sees one word each side
-# (``eval/tune_spelling.py --model``; the shipped models choose worse than the rule, README "Spelling")
+# (``eval/tune_spelling.py --model``; the shipped models choose worse than the rule, reports/models.md "Spelling")
 Choose = Callable[[str, str, list[Slot]], list[str]]
 
 _CONTEXT = 64  # characters looked at before a word (its neighbour, an abbreviation): linear time
@@ -185,7 +185,7 @@ NEIGHBOUR = re.compile(r"\w+")
 
 
 class Speller:
-    """symspellpy's dictionaries and wordfreq's counts, and the settings above (README "Spelling"
+    """symspellpy's dictionaries and wordfreq's counts, and the settings above (reports/models.md, "Spelling"
     has how each was chosen; ``eval/tune_spelling.py`` scores them)."""
 
     def __init__(self, min_letters: int = 3, distance2_letters: int = 6, slip_prior: float = 4.0,

@@ -537,9 +537,10 @@ def test_right_edits_keeps_only_the_teachers_edits_the_clean_sentence_has():
 
 def test_back_translate_pairs_sampled_sentences_with_the_clean_ones_reproducibly(models, tmp_path):
     """training/back_translate.py: target.txt holds the usable clean sentences (4-60 words, no
-    character the tokenizer lacks) in order, source.txt the error model's samples; the same seed
-    gives the same samples, another seed others; with the guard only samples within its limit stay;
-    a rerun reuses the stored parts."""
+    character the tokenizer lacks) in order; source.txt the error model's samples, their edits
+    filtered by ``learner_errors``; the same seed gives the same samples, another seed others; with
+    the guard only samples within its limit stay; a rerun reuses the stored samples."""
+    from editspec.spelling import load_speller
     from editspec.synthetic import WIKI_DIR
 
     sys.path.insert(0, str(ROOT / "training"))
@@ -556,18 +557,43 @@ def test_back_translate_pairs_sampled_sentences_with_the_clean_ones_reproducibly
     def run(out, *extra):
         back_translate.main([str(models / "bundle" / "t5"), "--out", str(out), "--sentences", "3", "--skip", "1",
                              "--shards", "0", "--data-dir", str(data), "--batch-size", "2", "--chunk", "2", *extra])
-        return [(out / f"{name}.txt").read_text(encoding="utf-8").splitlines() for name in ("source", "target")]
+        written = [(out / f"{name}.txt").read_text(encoding="utf-8").splitlines() for name in ("source", "target")]
+        samples = [x for part in sorted((out / "parts").iterdir()) for x in json.loads(part.read_text())["source"]]
+        return written, samples
 
-    source, target = run(tmp_path / "a", "--max-edit-words", "0")
-    assert target == usable[1:4] and len(source) == 3 and source != target  # a random T5 rewrites
-    assert run(tmp_path / "b", "--max-edit-words", "0") == [source, target]
-    assert run(tmp_path / "c", "--max-edit-words", "0", "--seed", "1")[0] != source
-    guarded, kept = run(tmp_path / "d", "--max-edit-words", "3")
-    assert len(kept) < 3 and all(guard(t, s, 3) == s for s, t in zip(guarded, kept))
-    assert all((s, t) in zip(source, target) for s, t in zip(guarded, kept))  # the same samples, fewer
+    knows = load_speller().knows
+    (source, target), samples = run(tmp_path / "a", "--max-edit-words", "0")
+    assert target == usable[1:4] and samples != target  # a random T5 rewrites
+    assert source == [back_translate.learner_errors(t, s, knows) for s, t in zip(samples, target)]
+    assert run(tmp_path / "b", "--max-edit-words", "0") == ([source, target], samples)
+    assert run(tmp_path / "c", "--max-edit-words", "0", "--seed", "1")[1] != samples
+    (guarded, kept), _ = run(tmp_path / "d", "--max-edit-words", "3")
+    within = [(back_translate.learner_errors(t, s, knows), t) for s, t in zip(samples, target) if guard(t, s, 3) == s]
+    assert len(within) < 3 and list(zip(guarded, kept)) == within
     part = tmp_path / "a" / "parts" / "00000000.json"
-    part.write_text(json.dumps({**json.loads(part.read_text()), "source": ["kept", "kept"]}))
-    assert run(tmp_path / "a", "--max-edit-words", "0")[0][:2] == ["kept", "kept"]
+    part.write_text(json.dumps({**json.loads(part.read_text()), "source": [target[0], target[1] + " the"]}))
+    assert run(tmp_path / "a", "--max-edit-words", "0")[0][0][:2] == [target[0], target[1] + " the"]
+
+
+@pytest.mark.parametrize("clean, sampled, kept", [
+    ("Maltose is released as the main product of starch degradation.",  # the module docstring's
+     "Maltose is released like the main product ofì prefect.",
+     "Maltose is released like the main product of starch degradation."),
+    ("It is an active parish church.", "It is an active Michelangelo church.", "It is an active parish church."),
+    ("I receive your letter.", "I recieve your leter.", "I recieve your leter."),  # misspellings
+    ("The booths have been demolished.", "The booths been demolish.", "The booths been demolish."),
+    ("However, she avoided it.", "however she avoided it", "however she avoided it"),  # case, punctuation
+    ("They both currently play.", "They bothover play.", "They both currently play."),
+])
+def test_learner_errors_keep_what_a_learner_could_write(clean, sampled, kept):
+    """back_translate.learner_errors: misspellings, forms of the same word, common words, case and
+    punctuation stay; a rare word replaced by another, or word salad, is undone."""
+    from editspec.spelling import load_speller
+
+    sys.path.insert(0, str(ROOT / "training"))
+    from back_translate import learner_errors
+
+    assert learner_errors(clean, sampled, load_speller().knows) == kept
 
 
 def test_identity_model_reproduces_every_line(identity):
@@ -858,13 +884,13 @@ def test_shipped_models_correct_the_sample(capsysbinary):
     assert spec.mode == "speculative" and spec.t5.dtype == spec.edit5.dtype == torch.float32
     assert spec.max_edit_words == spec.t5.config.max_edit_words > 0  # tuned, stored with the T5
     assert spec.spelling and spec.rounds == 1  # on FCE dev: spelling +9.9 F0.5, a second round -0.2
-    assert spec.rescore  # on FCE dev +0.28 F0.5 for the T5 (README "Rescoring")
+    assert spec.rescore  # on FCE dev +0.28 F0.5 for the T5 (reports/models.md, "Rescoring")
     outputs = spec.correct(lines)
     # exact: the raw outputs (the guard could hide a difference by reverting both)
     raw = [Corrector.from_pretrained(mode=m, device="cpu", max_edit_words=0).correct(lines) for m in ("speculative", "t5")]
     assert raw[0] == raw[1]
     assert len(outputs) == len(lines) and outputs[2] == "" and "🙂" in outputs[5]
-    # mostly copied, some edits (what the shipped T5 changes in the sample is listed in the README)
+    # mostly copied, some edits (what the shipped T5 changes in the sample is listed in reports/models.md)
     assert difflib.SequenceMatcher(None, "\n".join(lines), "\n".join(outputs)).ratio() > 0.9
     assert outputs != lines
     assert len(Corrector.from_pretrained(mode="edit5", device="cpu").correct(lines)) == len(lines)

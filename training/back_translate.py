@@ -1,26 +1,33 @@
 """Back-translation: learner-like errors in clean Wikipedia sentences, written by an error model.
 
 The rule-based errors of ``editspec.synthetic`` follow W&I's error types and rates, but not the
-way a learner writes: 10,000 steps of them teach a T5 little about learners' text (README,
-"Models: status"). An error model has learnt that from the learners themselves: a T5 trained on
+way a learner writes: 10,000 steps of them teach a T5 little about learners' text
+(reports/models.md). An error model has learnt that from the learners themselves: a T5 trained on
 W&I train + FCE train with the pairs turned around (``configs/t5-small-cpu-errors.yaml``,
 ``reverse: true``), corrected text in, the learner's text out. Sampled token by token
-(``editspec.t5.sample``; greedy would copy nearly every sentence), it writes a different error
-sentence each time (seed fixed: one Wikipedia sentence, one model, one seed, one output)::
+(``editspec.t5.sample``; greedy would copy nearly every sentence; ``--temperature 0.9`` gives 73%
+of sentences changed and 0.09 edits a word, near W&I train's 66% and 0.12, where 1.0 writes word
+salad), it writes a different error sentence each time (seed fixed: one Wikipedia sentence, one
+model, one seed, one output). A small error model also loses the rare words it cannot spell, and
+writes another word in their place: a corrector cannot learn to put "parish" back from "an active
+Michelangelo church". So each sampled edit (``corrector.diff``) is kept only if a learner could
+have made it (``learner_like``), and the others are undone::
 
-    clean    The station was opened in 1894 and closed to passengers in 1959.
-    sampled  The station was open in 1894 and closed for passengers in 1959.
-    pair     source = the sampled sentence, target = the clean one
+    clean    Maltose is released as the main product of starch degradation.
+    sampled  Maltose is released like the main product ofì prefect.
+    edits    "as" -> "like" (two common words: kept), " of starch degradation" -> " ofì prefect" (undone)
+    source   Maltose is released like the main product of starch degradation.
 
 Kept are sentences of 4-60 words whose characters the tokenizer holds (an ``<unk>`` would teach
 the corrector to invent characters) and samples that do not rewrite more than ``--max-edit-words``
-words in one edit (``corrector.guard``: the error model has lost its place). A sample equal to its
-clean sentence stays: learners write correct sentences too (a third of W&I's). Writes
-``OUT/source.txt`` and ``OUT/target.txt``, line-aligned, for a ``type: parallel`` data source
-(``respell: true`` on it passes the sampled sentences through the spelling step, as ``Corrector``
-does); chunks are stored under ``OUT/parts/`` as they finish, so a rerun resumes::
+words in one edit (``corrector.guard``: the error model has lost its place). A sample with no edit
+left stays: learners write correct sentences too (a third of W&I's). Writes ``OUT/source.txt``
+and ``OUT/target.txt``, line-aligned, for a ``type: parallel`` data source (``respell: true`` on it
+passes the sampled sentences through the spelling step, as ``Corrector`` does); samples are stored
+under ``OUT/parts/`` as they finish, so a rerun resumes::
 
-    python training/back_translate.py runs/t5-errors/last --out runs/bt --sentences 60000 --shards 7
+    python training/back_translate.py runs/t5-errors/best --out runs/bt --sentences 20480 --shards 7 \
+        --temperature 0.9
 """
 
 from __future__ import annotations
@@ -28,14 +35,17 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import re
 from pathlib import Path
+from typing import Callable
 
 import torch
 from tqdm import tqdm
 
 from editspec import t5
 from editspec.corpora import data_dir
-from editspec.corrector import atomic_output, guard
+from editspec.corrector import Edit, apply, atomic_output, diff, guard
+from editspec.spelling import load_speller
 from editspec.synthetic import WIKI_DIR, _read_lines, shard_files
 from editspec.tokens import encode, render_ids
 
@@ -46,6 +56,35 @@ def clean_sentences(folder: Path, shards: list[int], skip: int, tok, max_ids: in
     words = (s for s in (line.strip() for line in lines) if 4 <= len(s.split()) <= 60)
     held = (s for s in words if (e := encode(tok, [s])[0]) and tok.unk_token_id not in e.ids and len(e.ids) < max_ids)
     return itertools.islice(held, skip, None)
+
+
+COMMON = 5.0  # wordfreq Zipf frequency of a common word: "the" 7.7, "have" 6.4, "very" 5.9; "parish" 3.6
+WORD = re.compile(r"\w+")
+
+
+def learner_like(edit: Edit, knows: Callable[[str], bool]) -> bool:
+    """Could a learner have written ``edit.correction`` for ``edit.original``? Punctuation or case
+    alone; one word for one: a misspelling (Damerau-Levenshtein distance at most 2, in plain
+    letters) or another form of the same word (the same first four letters, a word the dictionary
+    ``knows``); or nothing but common words on both sides ("as" -> "like", a dropped "the")."""
+    from rapidfuzz.distance import DamerauLevenshtein
+    from wordfreq import zipf_frequency
+
+    old, new = (WORD.findall(side.lower()) for side in (edit.original, edit.correction))
+    if old == new:
+        return True
+    if len(old) == len(new) == 1:
+        (a,), (b,) = old, new
+        if b.isascii() and b.isalpha() and DamerauLevenshtein.distance(a, b) <= 2:
+            return True
+        if len(a) >= 4 and a[:4] == b[:4] and knows(b):
+            return True
+    return all(zipf_frequency(w, "en") >= COMMON for w in old + new)
+
+
+def learner_errors(clean: str, sampled: str, knows: Callable[[str], bool]) -> str:
+    """``clean`` with the sampled edits that ``learner_like`` keeps (the module docstring's example)."""
+    return apply(clean, [e for e in diff(clean, sampled) if learner_like(e, knows)])
 
 
 def sample_errors(model, tok, sentences: list[str], seed: int, temperature: float, batch_size: int) -> list[str]:
@@ -88,6 +127,7 @@ def main(argv: list[str] | None = None) -> None:
     parts = args.out / "parts"
     parts.mkdir(parents=True, exist_ok=True)
     sources, targets = [], []
+    knows = load_speller().knows
     with tqdm(total=len(clean), unit="sent", desc="back-translate") as bar:
         for k in range(0, len(clean), args.chunk):
             part, chunk = parts / f"{k:08d}.json", clean[k:k + args.chunk]
@@ -99,7 +139,7 @@ def main(argv: list[str] | None = None) -> None:
                     f.write(json.dumps(stored).encode())
             for s, t in zip(stored["source"], stored["target"]):
                 if guard(t, s, args.max_edit_words) == s:
-                    sources.append(s)
+                    sources.append(learner_errors(t, s, knows))
                     targets.append(t)
             bar.update(len(chunk))
     for name, lines in (("source", sources), ("target", targets)):
