@@ -539,7 +539,8 @@ def test_back_translate_pairs_sampled_sentences_with_the_clean_ones_reproducibly
     """training/back_translate.py: target.txt holds the usable clean sentences (4-60 words, no
     character the tokenizer lacks) in order; source.txt the error model's samples, their edits
     filtered by ``learner_errors``; the same seed gives the same samples, another seed others; with
-    the guard only samples within its limit stay; a rerun reuses the stored samples."""
+    the guard only samples within its limit stay, with --changed-only only pairs with an error left;
+    a rerun reuses the stored samples."""
     from editspec.spelling import load_speller
     from editspec.synthetic import WIKI_DIR
 
@@ -570,6 +571,8 @@ def test_back_translate_pairs_sampled_sentences_with_the_clean_ones_reproducibly
     (guarded, kept), _ = run(tmp_path / "d", "--max-edit-words", "3")
     within = [(back_translate.learner_errors(t, s, knows), t) for s, t in zip(samples, target) if guard(t, s, 3) == s]
     assert len(within) < 3 and list(zip(guarded, kept)) == within
+    (changed, changed_target), _ = run(tmp_path / "e", "--max-edit-words", "0", "--changed-only")
+    assert changed and list(zip(changed, changed_target)) == [(s, t) for s, t in zip(source, target) if s != t]
     part = tmp_path / "a" / "parts" / "00000000.json"
     part.write_text(json.dumps({**json.loads(part.read_text()), "source": [target[0], target[1] + " the"]}))
     assert run(tmp_path / "a", "--max-edit-words", "0")[0][0][:2] == [target[0], target[1] + " the"]

@@ -21,7 +21,7 @@ have made it (``learner_like``), and the others are undone::
 Kept are sentences of 4-60 words whose characters the tokenizer holds (an ``<unk>`` would teach
 the corrector to invent characters) and samples that do not rewrite more than ``--max-edit-words``
 words in one edit (``corrector.guard``: the error model has lost its place). A sample with no edit
-left stays: learners write correct sentences too (a third of W&I's). Writes ``OUT/source.txt``
+left stays (learners write correct sentences too: a third of W&I's) unless ``--changed-only``. Writes ``OUT/source.txt``
 and ``OUT/target.txt``, line-aligned, for a ``type: parallel`` data source (``respell: true`` on it
 passes the sampled sentences through the spelling step, as ``Corrector`` does); samples are stored
 under ``OUT/parts/`` as they finish, so a rerun resumes::
@@ -115,6 +115,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--max-edit-words", type=int, default=3, help="drop samples with a longer edit (0: keep all)")
+    p.add_argument("--changed-only", action="store_true",
+                   help="drop the pairs with no error left (the learner corpora hold the correct sentences)")
     p.add_argument("--data-dir", default=None, help="default: $EDITSPEC_DATA or ../shared/data")
     p.add_argument("--max-length", type=int, default=96, help="longest clean sentence, in tokens")
     p.add_argument("--batch-size", type=int, default=64)
@@ -138,8 +140,9 @@ def main(argv: list[str] | None = None) -> None:
                 with atomic_output(str(part)) as f:
                     f.write(json.dumps(stored).encode())
             for s, t in zip(stored["source"], stored["target"]):
-                if guard(t, s, args.max_edit_words) == s:
-                    sources.append(learner_errors(t, s, knows))
+                source = learner_errors(t, s, knows)
+                if guard(t, s, args.max_edit_words) == s and (source != t or not args.changed_only):
+                    sources.append(source)
                     targets.append(t)
             bar.update(len(chunk))
     for name, lines in (("source", sources), ("target", targets)):
