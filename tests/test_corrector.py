@@ -568,6 +568,7 @@ def test_back_translate_pairs_sampled_sentences_with_the_clean_ones_reproducibly
     assert source == [back_translate.learner_errors(t, s, knows) for s, t in zip(samples, target)]
     assert run(tmp_path / "b", "--max-edit-words", "0") == ([source, target], samples)
     assert run(tmp_path / "c", "--max-edit-words", "0", "--seed", "1")[1] != samples
+    assert run(tmp_path / "b", "--max-edit-words", "0", "--seed", "1")[1] != samples  # stored samples of seed 0 redrawn
     (guarded, kept), _ = run(tmp_path / "d", "--max-edit-words", "3")
     within = [(back_translate.learner_errors(t, s, knows), t) for s, t in zip(samples, target) if guard(t, s, 3) == s]
     assert len(within) < 3 and list(zip(guarded, kept)) == within

@@ -24,7 +24,7 @@ words in one edit (``corrector.guard``: the error model has lost its place). A s
 left stays (learners write correct sentences too: a third of W&I's) unless ``--changed-only``. Writes ``OUT/source.txt``
 and ``OUT/target.txt``, line-aligned, for a ``type: parallel`` data source (``respell: true`` on it
 passes the sampled sentences through the spelling step, as ``Corrector`` does); samples are stored
-under ``OUT/parts/`` as they finish, so a rerun resumes::
+under ``OUT/parts/`` as they finish, so a rerun of the same command resumes::
 
     python training/back_translate.py runs/t5-errors/best --out runs/bt --sentences 20480 --shards 7 \
         --temperature 0.9
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--shards", type=int, nargs="+", default=[7], help="Wikipedia shards")
     p.add_argument("--skip", type=int, default=0, help="usable sentences to skip first")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--temperature", type=float, default=0.9, help="nearest W&I's error rates (the docstring)")
     p.add_argument("--max-edit-words", type=int, default=3, help="drop samples with a longer edit (0: keep all)")
     p.add_argument("--changed-only", action="store_true",
                    help="drop the pairs with no error left (the learner corpora hold the correct sentences)")
@@ -134,9 +134,10 @@ def main(argv: list[str] | None = None) -> None:
         for k in range(0, len(clean), args.chunk):
             part, chunk = parts / f"{k:08d}.json", clean[k:k + args.chunk]
             stored = json.loads(part.read_text()) if part.exists() else None
-            if stored is None or stored["target"] != chunk:
+            how = {"model": str(args.model), "seed": args.seed, "temperature": args.temperature}
+            if stored is None or stored["target"] != chunk or stored.get("how") != how:
                 sampled = sample_errors(model, tok, chunk, args.seed * 1_000_003 + k, args.temperature, args.batch_size)
-                stored = {"source": sampled, "target": chunk}
+                stored = {"source": sampled, "target": chunk, "how": how}
                 with atomic_output(str(part)) as f:
                     f.write(json.dumps(stored).encode())
             for s, t in zip(stored["source"], stored["target"]):
