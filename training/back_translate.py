@@ -40,11 +40,14 @@ from pathlib import Path
 from typing import Callable
 
 import torch
+from rapidfuzz.distance import DamerauLevenshtein
 from tqdm import tqdm
+from wordfreq import zipf_frequency
 
 from editspec import t5
 from editspec.corpora import data_dir
 from editspec.corrector import Edit, apply, atomic_output, diff, guard
+from editspec.features import pad
 from editspec.spelling import load_speller
 from editspec.synthetic import WIKI_DIR, _read_lines, shard_files
 from editspec.tokens import encode, render_ids
@@ -67,9 +70,6 @@ def learner_like(edit: Edit, knows: Callable[[str], bool]) -> bool:
     alone; one word for one: a misspelling (Damerau-Levenshtein distance at most 2, in plain
     letters) or another form of the same word (the same first four letters, a word the dictionary
     ``knows``); or nothing but common words on both sides ("as" -> "like", a dropped "the")."""
-    from rapidfuzz.distance import DamerauLevenshtein
-    from wordfreq import zipf_frequency
-
     old, new = (WORD.findall(side.lower()) for side in (edit.original, edit.correction))
     if old == new:
         return True
@@ -95,10 +95,9 @@ def sample_errors(model, tok, sentences: list[str], seed: int, temperature: floa
     out = [""] * len(sentences)
     for start in range(0, len(order), batch_size):
         rows = [encoded[i] for i in order[start:start + batch_size]]
-        width = max(len(e.ids) for e in rows) + 1
-        ids = torch.tensor([e.ids + [tok.eos_token_id] + [tok.pad_token_id] * (width - len(e.ids) - 1) for e in rows])
-        mask = (torch.arange(width)[None] <= torch.tensor([len(e.ids) for e in rows])[:, None]).long()
-        sampled = t5.sample(model, ids, mask, max_new_tokens=width + 16, temperature=temperature,
+        ids = pad([e.ids + [tok.eos_token_id] for e in rows], tok.pad_token_id)
+        mask = pad([[1] * (len(e.ids) + 1) for e in rows], 0)
+        sampled = t5.sample(model, ids, mask, max_new_tokens=ids.shape[1] + 16, temperature=temperature,
                             generator=generator)
         for i, e, ids_i in zip(order[start:start + batch_size], rows, sampled):
             out[i] = render_ids(tok, e, ids_i)
@@ -141,8 +140,10 @@ def main(argv: list[str] | None = None) -> None:
                 with atomic_output(str(part)) as f:
                     f.write(json.dumps(stored).encode())
             for s, t in zip(stored["source"], stored["target"]):
+                if guard(t, s, args.max_edit_words) != s:  # the error model lost its place
+                    continue
                 source = learner_errors(t, s, knows)
-                if guard(t, s, args.max_edit_words) == s and (source != t or not args.changed_only):
+                if source != t or not args.changed_only:
                     sources.append(source)
                     targets.append(t)
             bar.update(len(chunk))
