@@ -134,7 +134,9 @@ def _cut(enc, max_tokens: int) -> list[Span]:
         ok = [j for j in window if enc.chars[j - 1] and (enc.chars[j] or enc.spaces[j])]
         spaced = [j for j in ok if any(ch.isspace() for ch in enc.spaces[j])]
         clause = [j for j in spaced if j - i > max_tokens // 2 and enc.chars[j - 1].endswith(_CLAUSE_END)]
-        i = (clause or spaced or ok or [i + max_tokens])[-1]
+        # else before any token that begins a character: between two expanded ligatures (ﬀﬀ)
+        starts = [j for j in window if enc.chars[j]]
+        i = (clause or spaced or ok or starts or [i + max_tokens])[-1]
         cuts.append(ends[i - 1])
     cuts.append(len(enc.text))
     spans = (_strip(enc.text, a, b) for a, b in zip(cuts, cuts[1:]))

@@ -130,6 +130,14 @@ def test_chunks_cover_long_sentences_without_loss(tokenizer):
     assert text[: spans[0][1]].endswith(",")
 
 
+def test_chunks_cut_between_characters_that_each_expand(tokenizer):
+    """Each "ﬀ" normalises to two tokens: no cut fits inside one, so the cut falls between them
+    (found by test_segment_property; the whole line was one over-long span before)."""
+    spans = segment.segment("ﬀﬀ", [(tokenizer, 3)])
+    assert spans == [(0, 1), (1, 2)]
+    assert all(len(encode(tokenizer, ["ﬀﬀ"[a:b]])[0].ids) <= 3 for a, b in spans)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.text(max_size=300), st.integers(2, 20))
 def test_segment_property(tokenizer, line, max_tokens):
