@@ -324,6 +324,34 @@ def test_average_is_the_elementwise_mean_and_loads(tmp_path):
     assert info["averaged_from"] == [str(tmp_path / "m0"), str(tmp_path / "m1")]
 
 
+def test_ship_replaces_the_weights_and_keeps_the_bundles_run_time_steps(tmp_path, tokenizer_dir, monkeypatch):
+    """New weights into a shipped bundle: bf16, the new weights, the old config.json's run-time steps
+    (a training checkpoint has none, and shipping it as is turned spelling and rescoring off)."""
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    import ship
+    from editspec.tokens import load_tokenizer
+
+    tok = load_tokenizer(tokenizer_dir)
+    for seed, name in ((0, "old"), (1, "new")):
+        torch.manual_seed(seed)
+        model = T5ForConditionalGeneration(T5Config(vocab_size=len(tok), d_model=16, d_kv=4, d_ff=32, num_layers=1,
+                                                    num_decoder_layers=1, num_heads=2))
+        if name == "old":
+            model.config.update({"spelling": True, "rescore": True, "max_edit_words": 3})
+        model.save_pretrained(tmp_path / name)
+        tok.save_pretrained(tmp_path / name)
+    for src, dest in (("old", "bundle"), ("new", "bundle")):
+        monkeypatch.setattr(sys, "argv", ["ship.py", str(tmp_path / src), str(tmp_path / dest)])
+        ship.main()
+    shipped = T5ForConditionalGeneration.from_pretrained(tmp_path / "bundle")
+    new = T5ForConditionalGeneration.from_pretrained(tmp_path / "new")
+    assert shipped.dtype == torch.bfloat16 and torch.equal(shipped.shared.weight, new.shared.weight.bfloat16())
+    settings = json.loads((tmp_path / "bundle" / "config.json").read_text())
+    assert (settings["spelling"], settings["rescore"], settings["max_edit_words"]) == (True, True, 3)
+    assert "rescore" not in json.loads((tmp_path / "new" / "config.json").read_text())
+
+
 def test_fit_schedule_ends_the_decay_with_the_time_budget():
     from transformers import get_scheduler
 

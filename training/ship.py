@@ -5,9 +5,14 @@
 
 bf16 halves the size (the issue caps the shipped pair at 60 MB); loaders compute in fp32.
 The training metadata (training.json: step, dev score, max_length) travels with the weights.
+Replacing a shipped model keeps the run-time steps its ``config.json`` turned on or tuned
+(``RUN_TIME``: the guard, rounds, spelling, rescoring, the EdiT5's biases): they belong to the
+bundle, and a training checkpoint has none of them, so new weights would otherwise ship with the
+spelling step and rescoring silently off.
 """
 
 import argparse
+import json
 import shutil
 from pathlib import Path
 
@@ -18,6 +23,17 @@ from editspec.corrector import model_type as checkpoint_type
 from editspec.modeling_edit5 import EdiT5Model
 from editspec.tokens import load_tokenizer
 
+RUN_TIME = ("max_edit_words", "rounds", "spelling", "rescore", "keep_bias", "order_bias", "stop_bias")
+
+
+def keep_run_time(dest: Path, config) -> dict:
+    """Copy onto ``config`` the run-time settings of the model ``dest`` holds now; return them."""
+    old = dest / "config.json"
+    kept = {k: v for k, v in json.loads(old.read_text()).items() if k in RUN_TIME} if old.is_file() else {}
+    for key, value in kept.items():
+        setattr(config, key, value)
+    return kept
+
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -27,6 +43,7 @@ def main() -> None:
     model_type = checkpoint_type(args.src)  # "t5" or "edit5", a one-line error for anything else
     cls = T5ForConditionalGeneration if model_type == "t5" else EdiT5Model
     model = cls.from_pretrained(args.src, dtype=torch.float32).to(torch.bfloat16)
+    kept = keep_run_time(args.dest, model.config)
     tmp = args.dest.with_name(args.dest.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)
@@ -37,7 +54,8 @@ def main() -> None:
     tmp.rename(args.dest)
     size = sum(f.stat().st_size for f in args.dest.iterdir()) / 1e6
     print(f"shipped {model_type} ({sum(p.numel() for p in model.parameters()) / 1e6:.1f}M "
-          f"parameters) to {args.dest}: {size:.1f} MB")
+          f"parameters) to {args.dest}: {size:.1f} MB"
+          + (f"; kept its run-time settings {kept}" if kept else ""))
 
 
 if __name__ == "__main__":
