@@ -182,6 +182,7 @@ class ErrantResult:
     fn: int
     categories: dict[str, list[int]] = field(default_factory=dict)  # type -> [tp, fp, fn]
     beta: float = 0.5
+    sentences: list[tuple[int, int, int]] = field(default_factory=list)  # (tp, fp, fn) as chosen
 
     def scores(self) -> tuple[float, float, float]:
         """(P, R, F_beta) rounded to 4 places, by errant_compare's computeFScore."""
@@ -233,13 +234,42 @@ def errant_score(hyp_blocks: Sequence[str], ref_blocks: Sequence[str], beta: flo
     args = Namespace(**{**vars(_COMPARE_ARGS), "beta": beta})
     best: Counter = Counter({"tp": 0, "fp": 0, "fn": 0})
     cats: dict = {}
+    sentences = []
     for sent_id, (hyp, ref) in enumerate(zip(hyp_blocks, ref_blocks)):
         hyp_dict = cm.process_edits(cm.simplify_edits(hyp), args)
         ref_dict = cm.process_edits(cm.simplify_edits(ref), args)
         counts, cat_dict = cm.evaluate_edits(hyp_dict, ref_dict, best, sent_id, "", args)
         best += Counter(counts)
         cats = cm.merge_dict(cats, cat_dict)
-    return ErrantResult(best["tp"], best["fp"], best["fn"], cats, beta)
+        sentences.append((counts["tp"], counts["fp"], counts["fn"]))
+    return ErrantResult(best["tp"], best["fp"], best["fn"], cats, beta, sentences)
+
+
+def paired_bootstrap(a: ErrantResult, b: ErrantResult, samples: int = 1000, seed: int = 0) -> dict:
+    """How sure is "b scores a higher F than a" on this set? Paired bootstrap over sentences
+    (Koehn 2004; Berg-Kirkpatrick et al. 2012): draw the set's sentences with replacement, score
+    both systems on the same draw, repeat. Returns b's F minus a's on the whole set, the 2.5th and
+    97.5th percentiles of that difference over the draws, and ``p``, the share of draws where b
+    does not beat a. Each sentence keeps the annotator ERRANT chose for it on the whole set.
+    """
+    import numpy as np
+
+    if len(a.sentences) != len(b.sentences) or not a.sentences:
+        raise EditspecError("paired bootstrap needs per-sentence counts of both systems on one set")
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(a.sentences), size=(samples, len(a.sentences)))
+
+    def f_scores(result: ErrantResult) -> np.ndarray:
+        tp, fp, fn = np.asarray(result.sentences, dtype=np.float64)[draws].sum(1).T  # (samples,) each
+        p = np.divide(tp, tp + fp, out=np.ones_like(tp), where=tp + fp > 0)
+        r = np.divide(tp, tp + fn, out=np.ones_like(tp), where=tp + fn > 0)
+        beta2 = a.beta ** 2
+        return np.divide((1 + beta2) * p * r, beta2 * p + r, out=np.zeros_like(p), where=p + r > 0)
+
+    delta = f_scores(b) - f_scores(a)
+    low, high = np.percentile(delta, [2.5, 97.5])
+    return {"delta": round(b.f - a.f, 4), "ci95": [round(float(low), 4), round(float(high), 4)],
+            "p": float((delta <= 0).mean()), "samples": samples}
 
 
 class ErrantEvaluator:
@@ -407,7 +437,8 @@ def evaluate(correct_fn: CorrectFn, evaluator: ErrantEvaluator, chunk_size: int 
     return evaluator.score(outputs), outputs, seconds
 
 
-def _read_lines(path: str | Path) -> list[str]:
+def read_lines(path: str | Path) -> list[str]:
+    """A text file's lines without their line ends; unreadable, a one-line EditspecError."""
     try:
         with open(path, encoding="utf-8") as f:
             return [line.rstrip("\n").rstrip("\r") for line in f]
@@ -433,12 +464,12 @@ def run_eval(args: Namespace) -> int:
         raise EditspecError("--src needs --refs (GLEU) or --m2 (ERRANT)")
     gold = read_m2(args.m2) if args.m2 else None
     if args.src:
-        source_tokens = [line.split() for line in _read_lines(args.src)]
+        source_tokens = [line.split() for line in read_lines(args.src)]
         if gold is not None and [m2_source(b) for b in gold] != source_tokens:
             raise EditspecError(f"the S lines of {args.m2} are not the sentences of {args.src}")
     else:
         source_tokens = [m2_source(b) for b in gold]
-    references = [[line.split() for line in _read_lines(p)] for p in args.refs or []]
+    references = [[line.split() for line in read_lines(p)] for p in args.refs or []]
     for path, refs in zip(args.refs or [], references):
         if len(refs) != len(source_tokens):
             raise EditspecError(f"{path} has {len(refs)} lines for {len(source_tokens)} sources")
@@ -450,7 +481,7 @@ def run_eval(args: Namespace) -> int:
     started = time.perf_counter()
     settings: dict = {}
     if args.hyp:
-        outputs, seconds, mode = _read_lines(args.hyp), 0.0, "file"
+        outputs, seconds, mode = read_lines(args.hyp), 0.0, "file"
         if len(outputs) < n or (args.limit is None and len(outputs) != n):
             raise EditspecError(f"{args.hyp} has {len(outputs)} lines for {n} sources")
         outputs = outputs[:n]

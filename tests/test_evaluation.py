@@ -12,8 +12,8 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from editspec import cli, evaluation
-from editspec.evaluation import (ErrantEvaluator, detection_auc, errant_score, gleu, gleu_from_stats,
-                                 gleu_stats, read_m2, retokenize)
+from editspec.evaluation import (ErrantEvaluator, ErrantResult, detection_auc, errant_score, gleu, gleu_from_stats,
+                                 gleu_stats, paired_bootstrap, read_m2, retokenize)
 from editspec.text import detokenize
 
 # Two annotators, noop annotations, an UNK edit (ignored in correction scoring) and a source token
@@ -133,6 +133,7 @@ def test_scores_equal_errant_compare(gold, tmp_path, monkeypatch, capsys):
     # by hand: 7 hypothesis edits; M:DET and R:DET are wrong; INFL is missed (annotator 1 is
     # chosen for sentence 4); the R:VERB:SVA "lives" of sentence 6 is missed
     assert (result.tp, result.fp, result.fn) == (6, 2, 2)
+    assert [sum(c) for c in zip(*result.sentences)] == [6, 2, 2] and len(result.sentences) == len(blocks)
     mine = result.to_dict()
     for cat in (1, 2, 3):
         out = errant_compare(hyp, gold, "-cat", str(cat), monkeypatch=monkeypatch, capsys=capsys)
@@ -143,6 +144,49 @@ def test_scores_equal_errant_compare(gold, tmp_path, monkeypatch, capsys):
         assert cats == {k: [v["tp"], v["fp"], v["fn"], v["precision"], v["recall"], v["f0.5"]]
                         for k, v in per_type.items()}
     assert set(result.per_type(1)) == {"M", "R"} and "VERB:SVA" in result.per_type(2)
+
+
+def test_paired_bootstrap_tells_a_real_gain_from_noise():
+    """Sentence counts (tp, fp, fn): B fixes one more error than A in 60 of 400 sentences, a clear
+    gain; C differs from A by a right edit here and a wrong one there, which cancel in expectation."""
+    def result(sentences):
+        tp, fp, fn = (sum(c) for c in zip(*sentences))
+        return ErrantResult(tp, fp, fn, sentences=sentences)
+
+    a_rows = [(1, 1, 2) if i % 3 else (0, 0, 2) for i in range(400)]
+    a = result(a_rows)
+    b = result([(tp + 1, fp, fn - 1) if i % 20 < 3 else (tp, fp, fn) for i, (tp, fp, fn) in enumerate(a_rows)])
+    c = result([(tp + 1, fp, fn - 1) if i % 40 == 0 else (tp, fp + 1, fn) if i % 40 == 20 else (tp, fp, fn)
+                for i, (tp, fp, fn) in enumerate(a_rows)])
+    gain = paired_bootstrap(a, b, samples=500)
+    assert gain["delta"] == round(b.f - a.f, 4) > 0
+    assert 0 < gain["ci95"][0] < gain["delta"] < gain["ci95"][1] and gain["p"] < 0.01
+    noise = paired_bootstrap(a, c, samples=500)
+    assert noise["ci95"][0] < 0 < noise["ci95"][1] and 0.05 < noise["p"] < 0.95
+    same = paired_bootstrap(a, a, samples=50)
+    assert same["delta"] == 0 and same["ci95"] == [0, 0] and same["p"] == 1.0
+    assert paired_bootstrap(a, b, samples=200, seed=3) == paired_bootstrap(a, b, samples=200, seed=3)
+    with pytest.raises(evaluation.EditspecError):
+        paired_bootstrap(a, result(a_rows[:10]))
+
+
+def test_significance_script_scores_both_files(gold, tmp_path):
+    """eval/significance.py: the gold itself against the unchanged sources is a gain no draw undoes."""
+    evaluator = ErrantEvaluator.from_m2(gold)
+    (tmp_path / "a.txt").write_text("".join(s + "\n" for s in evaluator.sources), encoding="utf-8")
+    (tmp_path / "b.txt").write_text("".join(o + "\n" for o in OUTPUTS.values()), encoding="utf-8")
+    script = Path(__file__).resolve().parents[1] / "eval" / "significance.py"
+    run = subprocess.run([sys.executable, str(script), str(gold), str(tmp_path / "a.txt"),
+                          str(tmp_path / "b.txt"), "--samples", "200"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("A ") and "F0.5 0.0000" in lines[0] and lines[1].startswith("B ")
+    report = json.loads(lines[2])
+    assert report["delta"] > 0 and report["ci95"][0] >= 0 and report["samples"] == 200
+    (tmp_path / "short.txt").write_text("one line\n", encoding="utf-8")
+    bad = subprocess.run([sys.executable, str(script), str(gold), str(tmp_path / "a.txt"),
+                          str(tmp_path / "short.txt")], capture_output=True, text=True)
+    assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1 and "short.txt" in bad.stderr
 
 
 def test_cli_text_output_is_errant_compare_output(gold, tmp_path, capsys):
