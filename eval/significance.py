@@ -28,16 +28,19 @@ def main() -> None:
     p.add_argument("--samples", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
-    evaluator = ErrantEvaluator.from_m2(args.gold)
-    results = {}
-    for name in ("a", "b"):
-        try:
-            results[name] = evaluator.score(read_lines(getattr(args, name)))
-        except EditspecError as e:
-            raise SystemExit(f"significance: {getattr(args, name)}: {e}") from None
-        precision, recall, f05 = results[name].scores()
-        print(f"{name.upper()} {getattr(args, name)}: P {precision:.4f} R {recall:.4f} F0.5 {f05:.4f}")
-    print(json.dumps(paired_bootstrap(results["a"], results["b"], args.samples, args.seed)))
+    try:
+        evaluator = ErrantEvaluator.from_m2(args.gold)
+        results = {}
+        for name, path in (("A", args.a), ("B", args.b)):
+            outputs = read_lines(path)
+            if len(outputs) != len(evaluator):
+                raise EditspecError(f"{path} has {len(outputs)} lines for {len(evaluator)} gold sentences")
+            results[name] = evaluator.score(outputs)
+            precision, recall, f05 = results[name].scores()
+            print(f"{name} {path}: P {precision:.4f} R {recall:.4f} F0.5 {f05:.4f}")
+    except EditspecError as e:
+        raise SystemExit(f"significance: {e}") from None
+    print(json.dumps(paired_bootstrap(results["A"], results["B"], args.samples, args.seed)))
 
 
 if __name__ == "__main__":
