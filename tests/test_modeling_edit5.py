@@ -414,7 +414,7 @@ def test_pointer_offset_bias_scores_relative_offsets(tokenizer):
     with torch.no_grad():
         model.pointer_offset.weight[plus_one] += 100.0
     raised = model._pointer_logits(s, mask, kept, is_eos)
-    diff = raised - base
+    diff = (raised - base).detach()
     assert torch.allclose(diff[0, :4].diagonal(1), torch.full((4,), 1000.0))  # row i, column i + 1
     assert float(diff[0].abs().sum()) == pytest.approx(4000.0, rel=1e-4)
     assert tiny_model(tokenizer, pointer_offset_bias=False).pointer_offset is None
