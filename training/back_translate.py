@@ -129,11 +129,11 @@ def main(argv: list[str] | None = None) -> None:
     parts.mkdir(parents=True, exist_ok=True)
     sources, targets = [], []
     knows = load_speller().knows
+    how = {"model": str(args.model), "seed": args.seed, "temperature": args.temperature}  # a stored part's origin
     with tqdm(total=len(clean), unit="sent", desc="back-translate") as bar:
         for k in range(0, len(clean), args.chunk):
             part, chunk = parts / f"{k:08d}.json", clean[k:k + args.chunk]
             stored = json.loads(part.read_text()) if part.exists() else None
-            how = {"model": str(args.model), "seed": args.seed, "temperature": args.temperature}
             if stored is None or stored["target"] != chunk or stored.get("how") != how:
                 sampled = sample_errors(model, tok, chunk, args.seed * 1_000_003 + k, args.temperature, args.batch_size)
                 stored = {"source": sampled, "target": chunk, "how": how}
