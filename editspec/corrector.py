@@ -59,7 +59,8 @@ from editspec.errors import EditspecError
 if TYPE_CHECKING:
     import torch
 
-    from editspec import segment, speculative
+    from editspec.text import segment
+    from editspec.decoding import speculative
 
 # torch, transformers and spaCy are imported where used: `editspec correct` reports a missing
 # or undecodable input file at once, before those seconds of imports.
@@ -284,7 +285,7 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     """The torch device asked for (default: t5.default_device), or a one-line error."""
     import torch
 
-    from editspec.t5 import default_device
+    from editspec.modeling.t5 import default_device
 
     if device is None:
         return default_device()
@@ -326,8 +327,8 @@ def load_edit5(path: str, device: torch.device):
     """An EdiT5 checkpoint in eval mode, and its tokenizer (a one-line error if it is broken)."""
     import torch
 
-    from editspec.modeling_edit5 import EdiT5Model
-    from editspec.tokens import load_tokenizer, marker_ids
+    from editspec.modeling.modeling_edit5 import EdiT5Model
+    from editspec.tokenization.tokens import load_tokenizer, marker_ids
 
     model_type(path)
     try:
@@ -355,7 +356,7 @@ class Corrector:
     def __init__(self, mode: str, edit5=None, edit5_tokenizer=None, t5=None, t5_tokenizer=None,
                  batch_size: int = 16, max_length: int | None = None, paths: dict | None = None,
                  max_edit_words: int = 0, rounds: int = 1, spelling: bool = False, rescore: bool = False):
-        from editspec.tokens import marker_ids
+        from editspec.tokenization.tokens import marker_ids
 
         if mode not in MODES:
             raise EditspecError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
@@ -436,7 +437,7 @@ class Corrector:
             if "edit5" in NEEDS[mode]:
                 loaded["edit5"], loaded["edit5_tokenizer"] = load_edit5(edit5_path, dev)
             if "t5" in NEEDS[mode]:
-                from editspec.t5 import load_t5
+                from editspec.modeling.t5 import load_t5
 
                 loaded["t5"], loaded["t5_tokenizer"] = load_t5(t5_path, device=dev)
         output_config = (loaded["t5"] if "t5" in loaded else loaded["edit5"]).config
@@ -480,7 +481,7 @@ class Corrector:
 
     def correct(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> list[str]:
         """Corrected texts, one per input text; spacing between and around sentences is kept."""
-        from editspec import segment
+        from editspec.text import segment
 
         if isinstance(texts, str):
             raise TypeError("correct() takes a list of texts, not one string")
@@ -517,7 +518,7 @@ class Corrector:
         the first round, which reads every unit.
         """
         if self.spelling:
-            from editspec.spelling import respell_all
+            from editspec.text.spelling import respell_all
 
             units = respell_all(units, places)
         out = list(units)
@@ -533,7 +534,7 @@ class Corrector:
             yield out
 
     def _correct_round(self, units: Sequence[str], progress: Callable[[int], None] | None) -> list[str]:
-        from editspec.tokens import encode
+        from editspec.tokenization.tokens import encode
 
         encoded = encode(self.tokenizer, units)
         out: list[str] = list(units)
@@ -543,7 +544,7 @@ class Corrector:
         # longest first; a unit over the limit (one character that NFKC makes many tokens) stays
         order = sorted((i for i in range(len(units)) if fits[i]), key=lambda i: -len(encoded[i].ids))
         if self.spelling:
-            from editspec.spelling import load_speller
+            from editspec.text.spelling import load_speller
 
             knows = load_speller().knows
         for start in range(0, len(order), self.batch_size):
@@ -558,7 +559,7 @@ class Corrector:
             if progress is not None:
                 progress(sum(len(units[i]) for i in batch))
         if self.rescore:  # the output model undoes the edits it scores lower than their absence
-            from editspec.rescoring import rescore, scorer
+            from editspec.decoding.rescoring import rescore, scorer
 
             changed = [i for i in order if out[i] != units[i]]
             score = scorer(self.output_model, self.tokenizer, batch_size=4 * self.batch_size)
@@ -577,7 +578,7 @@ class Corrector:
 
     def _edit5_ids(self, encoded) -> list[list[tuple[int, int | None]]]:
         """EdiT5's realized output per row: (token, source index or None)."""
-        from editspec.edits import realize_aligned
+        from editspec.tokenization.edits import realize_aligned
 
         tok = self.edit5_tokenizer
         ids, mask = self._inputs(encoded, tok.eos_token_id, tok.pad_token_id)
@@ -588,8 +589,9 @@ class Corrector:
     def _correct_batch(self, encoded) -> list[str]:
         import torch
 
-        from editspec import speculative, t5
-        from editspec.tokens import render, render_ids
+        from editspec.decoding import speculative
+        from editspec.modeling import t5
+        from editspec.tokenization.tokens import render, render_ids
 
         with torch.inference_mode():
             if self.mode == "edit5":
@@ -606,8 +608,8 @@ class Corrector:
         return [render_ids(tok, e, out) for e, out in zip(encoded, outputs)]
 
     def _drafter(self, encoded) -> speculative.Drafter:
-        from editspec import speculative
-        from editspec.tokens import encode
+        from editspec.decoding import speculative
+        from editspec.tokenization.tokens import encode
 
         if self.shared_vocab:  # EdiT5 reads T5's input ids
             return speculative.EdiT5Drafter(self.edit5, tokenizer=self.t5_tokenizer, markers=self.markers)

@@ -1914,7 +1914,7 @@ def comparison_table(columns: dict[str, ErrorProfile], top: int = 15) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from editspec.corpora import data_dir
+    from editspec.data.corpora import data_dir
     from editspec.errors import EditspecError
 
     try:

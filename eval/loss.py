@@ -22,9 +22,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))
 import train as T  # noqa: E402
 
-from editspec.corpora import data_dir  # noqa: E402
+from editspec.data.corpora import data_dir  # noqa: E402
 from editspec.corrector import model_type  # noqa: E402
-from editspec.tokens import load_tokenizer  # noqa: E402
+from editspec.tokenization.tokens import load_tokenizer  # noqa: E402
 
 
 def loss_on(model: str | os.PathLike, m2: str, recipe: str | os.PathLike | None = None,

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import argparse
 
-from editspec.corpora import SKIP_TYPES, parse_m2
+from editspec.data.corpora import SKIP_TYPES, parse_m2
 from editspec.corrector import made_up_words
-from editspec.spelling import load_speller
+from editspec.text.spelling import load_speller
 
 
 def main() -> None:

@@ -18,10 +18,10 @@ from collections import Counter
 import torch
 from tag_auc import dev_sample_command
 
-from editspec.edits import DELETE
-from editspec.features import IGNORE, collate_edit5, edit5_features_batch
-from editspec.modeling_edit5 import EdiT5Model
-from editspec.tokens import load_tokenizer, marker_ids
+from editspec.tokenization.edits import DELETE
+from editspec.data.features import IGNORE, collate_edit5, edit5_features_batch
+from editspec.modeling.modeling_edit5 import EdiT5Model
+from editspec.tokenization.tokens import load_tokenizer, marker_ids
 
 
 def marker_offsets(model: EdiT5Model, tok, sources: list[str], targets: list[str], batch_size: int = 32,

@@ -45,7 +45,7 @@ for set in wi_dev fce_test conll2013 jfleg_dev; do
   "$PYTHON" - "${args[1]}" > "$OUT/$set.identity.txt" <<'PY'
 import sys
 from editspec.evaluation import read_m2, m2_source
-from editspec.text import detokenize
+from editspec.text.tokenized import detokenize
 path = sys.argv[1]
 tokens = ([line.split() for line in open(path, encoding="utf-8")] if not path.endswith(".m2")
           else [m2_source(b) for b in read_m2(path)])

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import torch
 
-from editspec.corpora import evenly_spaced, read_m2
+from editspec.data.corpora import evenly_spaced, read_m2
 from editspec.evaluation import detection_auc
-from editspec.features import collate_edit5, edit5_features_batch
-from editspec.modeling_edit5 import EdiT5Model, tag_margins
-from editspec.tokens import load_tokenizer
+from editspec.data.features import collate_edit5, edit5_features_batch
+from editspec.modeling.modeling_edit5 import EdiT5Model, tag_margins
+from editspec.tokenization.tokens import load_tokenizer
 
 
 def delete_margins(model: EdiT5Model, tok, sources: list[str], targets: list[str], batch_size: int = 32,

@@ -25,8 +25,8 @@ from __future__ import annotations
 import argparse
 from typing import Callable
 
-from editspec import segment
-from editspec.corpora import read_m2
+from editspec.text import segment
+from editspec.data.corpora import read_m2
 from editspec.corrector import Corrector, guard, real_words
 from editspec.evaluation import ErrantEvaluator, correct_all
 from tuning import bundle_options, pick_best  # eval/tuning.py, beside this script
@@ -57,7 +57,7 @@ def main() -> None:
     units = segment.unit_texts(evaluator.sources, spans)
     knows = None
     if corrector.spelling:  # the guard compares the model's output with its (respelled) input
-        from editspec.spelling import load_speller, respell_all
+        from editspec.text.spelling import load_speller, respell_all
 
         units, corrector.spelling = respell_all(units, segment.places(evaluator.sources, spans)), False
         knows = load_speller().knows

@@ -21,7 +21,7 @@ import time
 
 from tqdm import tqdm
 
-from editspec import segment
+from editspec.text import segment
 from editspec.corrector import Corrector
 from editspec.evaluation import ErrantEvaluator
 from tuning import bundle_options, pick_best  # eval/tuning.py, beside this script

@@ -24,13 +24,13 @@ import argparse
 import itertools
 
 from editspec.evaluation import ErrantEvaluator
-from editspec.spelling import Choose, Slot, Speller, fill
+from editspec.text.spelling import Choose, Slot, Speller, fill
 
 
 def model_choice(model_dir: str, margin: float) -> Choose:
     """A ``Choose`` that asks the model of ``model_dir`` (see the module docstring)."""
     from editspec.corrector import Corrector
-    from editspec.rescoring import scorer
+    from editspec.decoding.rescoring import scorer
 
     corrector = Corrector.from_pretrained(model_dir)
     score = scorer(corrector.output_model, corrector.tokenizer)

@@ -21,7 +21,7 @@ def sentences(n: int, seed: int = 0) -> list[str]:
 
 @pytest.fixture(scope="session")
 def tokenizer_dir(tmp_path_factory):
-    from editspec.tokens import train_tokenizer
+    from editspec.tokenization.tokens import train_tokenizer
 
     out = tmp_path_factory.mktemp("tokenizer")
     text = sentences(2000) + ["Hello world, don't stop: (1, 2, 3) + - * / ? ' \" & % $ # @ ;"]
@@ -31,7 +31,7 @@ def tokenizer_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tokenizer(tokenizer_dir):
-    from editspec.tokens import load_tokenizer
+    from editspec.tokenization.tokens import load_tokenizer
 
     return load_tokenizer(tokenizer_dir)
 

@@ -6,9 +6,9 @@ import datasets
 import pytest
 
 from editspec.cli import main
-from editspec.corpora import apply_edits, data_dir, evenly_spaced, parse_m2, read_jfleg, read_m2, read_parallel
+from editspec.data.corpora import apply_edits, data_dir, evenly_spaced, parse_m2, read_jfleg, read_m2, read_parallel
 from editspec.errors import EditspecError
-from editspec.text import detokenize, tokenize_for_errant
+from editspec.text.tokenized import detokenize, tokenize_for_errant
 
 M2 = """\
 S He go to school yesterday .
@@ -182,7 +182,7 @@ def test_data_stats_command(tmp_path, m2_file, tokenizer_dir, capsys):
     assert json.loads(capsys.readouterr().out)["pairs"] == 8
 
     # the tiny tokenizer has 64 markers: inserting after the 70th kept token needs #70
-    from editspec.tokens import encode, load_tokenizer
+    from editspec.tokenization.tokens import encode, load_tokenizer
 
     assert len(encode(load_tokenizer(tokenizer_dir), ["school park"])[0].ids) == 2
     tsv = tmp_path / "long.tsv"

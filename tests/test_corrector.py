@@ -20,17 +20,19 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from editspec import cli, corrector as corrector_module, segment
+from editspec import cli
+from editspec import corrector as corrector_module
+from editspec.text import segment
 from editspec.corrector import Correction, Corrector, Edit, apply, diff, edit_size, format_diff, guard, resolve_models
 from editspec.errors import EditspecError
-from editspec.tokens import encode
+from editspec.tokenization.tokens import encode
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "editspec" / "samples" / "learner.txt"
 
 
 def tiny_edit5(tok, identity: bool = False, max_order_positions: int = 24):
-    from editspec.modeling_edit5 import EdiT5Config, EdiT5Model
+    from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
 
     config = EdiT5Config(
         vocab_size=len(tok), d_model=16, d_kv=8, d_ff=32, num_heads=2, num_layers=1, num_decoder_layers=1,
@@ -333,7 +335,7 @@ def test_corrector_undoes_made_up_words_with_the_spelling_step(models, monkeypat
 def test_corrector_rescores_after_the_guard_with_the_output_model(models, monkeypatch, tmp_path, tokenizer):
     """Rescoring reads the guarded outputs of one round, scored by the model whose output is
     returned; the default is that model's config."""
-    from editspec import rescoring
+    from editspec.decoding import rescoring
 
     outputs = {"He go to home.": "He goes to the home.", "I like it.": "I like it I like it I like it.", "Yes.": "Yes."}
     for mode, kind in (("t5", "t5"), ("speculative", "t5"), ("edit5", "edit5")):
@@ -383,7 +385,7 @@ def test_tune_guard_undoes_made_up_words_after_the_guard_as_the_corrector_does(m
     sys.path.insert(0, str(ROOT / "eval"))
     from tune_guard import apply_guard
 
-    from editspec.spelling import load_speller, respell_all
+    from editspec.text.spelling import load_speller, respell_all
 
     lines = ["She go home. I like a subject.", "He go to school every days.", "Yes. No. Maybe so.",
              "Their is many peoples who thinks so.", "I has went to the the park yesterday."]
@@ -549,7 +551,7 @@ def test_back_translate_pairs_sampled_sentences_with_the_clean_ones_reproducibly
     filtered by ``learner_errors``; the same seed gives the same samples, another seed others; with
     the guard only samples within its limit stay, with --changed-only only pairs with an error left;
     a rerun reuses the stored samples."""
-    from editspec.spelling import load_speller
+    from editspec.text.spelling import load_speller
     from editspec.synthetic import WIKI_DIR
 
     sys.path.insert(0, str(ROOT / "training"))
@@ -600,7 +602,7 @@ def test_back_translate_pairs_sampled_sentences_with_the_clean_ones_reproducibly
 def test_learner_errors_keep_what_a_learner_could_write(clean, sampled, kept):
     """back_translate.learner_errors: misspellings, forms of the same word, common words, case and
     punctuation stay; a rare word replaced by another, or word salad, is undone."""
-    from editspec.spelling import load_speller
+    from editspec.text.spelling import load_speller
 
     sys.path.insert(0, str(ROOT / "training"))
     from back_translate import learner_errors
@@ -667,7 +669,7 @@ def test_edit5_and_t5_modes_run(models):
 def test_mismatched_tokenizers_are_retokenized(models, tmp_path, tokenizer):
     """An EdiT5 with another vocabulary drafts through text: the output is still T5's."""
     from conftest import sentences
-    from editspec.tokens import train_tokenizer
+    from editspec.tokenization.tokens import train_tokenizer
 
     other = train_tokenizer(sentences(500, seed=3), tmp_path / "tok", vocab_size=200, extra_ids=64)
     assert other.get_vocab() != tokenizer.get_vocab()

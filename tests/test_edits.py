@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from rapidfuzz.distance import Indel
 
-from editspec.edits import DELETE, KEEP, Edits, TooFewMarkers, convert, insertion_spans, realize
+from editspec.tokenization.edits import DELETE, KEEP, Edits, TooFewMarkers, convert, insertion_spans, realize
 
 EOS = 1
 MARKERS = list(range(1000, 1064))  # 64 markers

@@ -11,10 +11,11 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from editspec import cli, evaluation
+from editspec import cli
+from editspec import evaluation
 from editspec.evaluation import (ErrantEvaluator, ErrantResult, detection_auc, errant_score, gleu, gleu_from_stats,
                                  gleu_stats, paired_bootstrap, read_m2, retokenize)
-from editspec.text import detokenize
+from editspec.text.tokenized import detokenize
 
 # Two annotators, noop annotations, an UNK edit (ignored in correction scoring) and a source token
 # spaCy 3 would split ("hasn't"): ERRANT picks per sentence the annotator that maximises corpus F.

@@ -10,13 +10,13 @@ import torch
 from hypothesis import given, settings, strategies as st
 from transformers import AutoModel
 
-from editspec.edits import DELETE, KEEP, Edits, realize
-from editspec.features import (
+from editspec.tokenization.edits import DELETE, KEEP, Edits, realize
+from editspec.data.features import (
     IGNORE, collate_edit5, collate_t5, edit5_features, edit5_features_batch, edit5_features_from_ids,
     t5_features,
 )
-from editspec.modeling_edit5 import EdiT5Config, EdiT5Model, decode_order
-from editspec.tokens import encode, marker_ids
+from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model, decode_order
+from editspec.tokenization.tokens import encode, marker_ids
 from conftest import sentences
 
 TINY = dict(d_model=32, d_kv=8, d_ff=64, num_heads=4, num_layers=2, num_decoder_layers=1,
@@ -283,7 +283,7 @@ def test_log_likelihood_sums_what_the_losses_average(tokenizer):
 
 def test_rescoring_keeps_the_learned_edits_and_undoes_a_wrong_one(tokenizer, trained):
     from editspec.corrector import diff
-    from editspec.rescoring import rescore, scorer
+    from editspec.decoding.rescoring import rescore, scorer
 
     model, data, _, _ = trained
     score = scorer(model, tokenizer, batch_size=6)
@@ -375,7 +375,7 @@ def test_confidence_biases_force_identity_edits(tokenizer):
     ends or never ends the insertions: the knobs work."""
     import torch as _torch
 
-    from editspec.modeling_edit5 import decode_order
+    from editspec.modeling.modeling_edit5 import decode_order
 
     logits = _torch.randn(3, 7, 7)
     kept = _torch.ones(3, 7, dtype=_torch.bool)

@@ -9,10 +9,11 @@ import json
 import pytest
 import torch
 
-from editspec import cli, profiling
-from editspec.edits import convert
-from editspec.modeling_edit5 import EdiT5Config, EdiT5Model
-from editspec.tokens import encode, marker_ids
+from editspec import cli
+from editspec import profiling
+from editspec.tokenization.edits import convert
+from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
+from editspec.tokenization.tokens import encode, marker_ids
 from conftest import sentences
 from test_t5 import random_t5
 

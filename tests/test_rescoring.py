@@ -6,10 +6,10 @@ import pytest
 import torch
 from transformers import T5Config, T5ForConditionalGeneration
 
-from editspec import t5
+from editspec.modeling import t5
 from editspec.corrector import diff
-from editspec.features import collate_t5, t5_features_batch
-from editspec.rescoring import rescore, scorer
+from editspec.data.features import collate_t5, t5_features_batch
+from editspec.decoding.rescoring import rescore, scorer
 from test_modeling_edit5 import pairs
 from test_t5 import random_batch, random_t5
 

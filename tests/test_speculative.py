@@ -9,10 +9,10 @@ import pytest
 import torch
 from scipy.stats import chisquare
 
-from editspec import t5
-from editspec.edits import convert
+from editspec.modeling import t5
+from editspec.tokenization.edits import convert
 from editspec.errors import EditspecError
-from editspec.speculative import (
+from editspec.decoding.speculative import (
     CopyDrafter, EdiT5Drafter, SmallT5Drafter, StaticDrafter, source_ids, speculative_generate,
 )
 from test_t5 import random_batch, random_t5
@@ -273,8 +273,8 @@ def test_edit5_drafter_realizes_edits():
 def test_edit5_drafter_with_a_random_edit5_model():
     """EdiT5's drafts are its realized edits, and speculative output is T5's; the three decoding
     loops call transformers without its deprecation warnings, which `editspec correct` would print."""
-    from editspec.edits import realize
-    from editspec.modeling_edit5 import EdiT5Config, EdiT5Model
+    from editspec.tokenization.edits import realize
+    from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
 
     torch.manual_seed(0)
     edit5 = EdiT5Model(EdiT5Config(vocab_size=60, d_model=16, d_kv=8, d_ff=32, num_heads=2, num_layers=1,
@@ -294,15 +294,15 @@ def test_edit5_drafter_with_a_random_edit5_model():
 @pytest.fixture(scope="module")
 def other_tokenizer(tmp_path_factory):
     from conftest import sentences
-    from editspec.tokens import train_tokenizer
+    from editspec.tokenization.tokens import train_tokenizer
 
     return train_tokenizer(sentences(500, seed=1), tmp_path_factory.mktemp("other"), vocab_size=150,
                            extra_ids=8)
 
 
 def test_different_tokenizers_refused_or_retokenized(tokenizer, other_tokenizer):
-    from editspec.speculative import retokenize_drafts
-    from editspec.tokens import encode
+    from editspec.decoding.speculative import retokenize_drafts
+    from editspec.tokenization.tokens import encode
 
     verifier = random_t5(0, vocab=len(tokenizer), d_model=16, layers=1, heads=2)
     src = ["He go to school 😀 yesterday.", "She like the dogs."]

@@ -4,7 +4,7 @@ test_corrector.py)."""
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from editspec.spelling import load_speller, respell_all
+from editspec.text.spelling import load_speller, respell_all
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import pytest
 import torch
 from transformers import T5Config, T5ForConditionalGeneration
 
-from editspec import t5
+from editspec.modeling import t5
 from editspec.errors import EditspecError
 
 

@@ -2,8 +2,8 @@
 
 from hypothesis import given, settings, strategies as st
 
-from editspec.edits import convert, realize_aligned
-from editspec.tokens import encode, marker_ids, render, render_ids
+from editspec.tokenization.edits import convert, realize_aligned
+from editspec.tokenization.tokens import encode, marker_ids, render, render_ids
 
 
 def test_markers_and_specials(tokenizer):

@@ -132,7 +132,7 @@ def test_tiny_t5_learns_and_exports_best(tmp_path, data_dir, tokenizer_dir):
     assert dev_losses[-1] < dev_losses[0], dev_losses
     assert all(e["tokens_per_s"] > 0 for e in entries if "tokens_per_s" in e)
     # best/ is the checkpoint of the lowest dev loss, a plain model dir with its tokenizer
-    from editspec.t5 import load_t5
+    from editspec.modeling.t5 import load_t5
 
     model, tok = load_t5(out / "best", device="cpu")
     best = json.loads((out / "best" / "training.json").read_text())
@@ -199,7 +199,7 @@ def test_two_process_ddp_on_cpu(tmp_path, data_dir, tokenizer_dir):
     assert (ckpt / "random_states_0.pkl").is_file() and (ckpt / "random_states_1.pkl").is_file()
     state = json.loads((ckpt / "state.json").read_text())
     # the data position is that of 8 global batches: 2 processes x 4 steps
-    from editspec.tokens import load_tokenizer
+    from editspec.tokenization.tokens import load_tokenizer
 
     cfg = T.load_config(TINY, [f"model.tokenizer={tokenizer_dir}"])
     kind = T.ModelKind("t5")
@@ -218,8 +218,8 @@ def test_edit5_starts_from_a_t5_directory_and_learns(tmp_path, data_dir, tokeniz
     """Stage 2 with --init-from: EdiT5 takes a T5 model dir's encoder (its d_model, not the recipe's)."""
     from transformers import T5Config, T5ForConditionalGeneration
 
-    from editspec.modeling_edit5 import EdiT5Model
-    from editspec.tokens import load_tokenizer, marker_ids
+    from editspec.modeling.modeling_edit5 import EdiT5Model
+    from editspec.tokenization.tokens import load_tokenizer, marker_ids
 
     tok = load_tokenizer(tokenizer_dir)
     t5 = T5ForConditionalGeneration(T5Config(vocab_size=len(tok), d_model=48, d_kv=12, d_ff=96, num_layers=2,
@@ -245,7 +245,7 @@ def test_init_from_a_bf16_checkpoint_trains_fp32_with_the_recipes_dropout(tmp_pa
     the checkpoint's architecture and weights."""
     from transformers import T5Config, T5ForConditionalGeneration
 
-    from editspec.tokens import load_tokenizer
+    from editspec.tokenization.tokens import load_tokenizer
 
     tok = load_tokenizer(tokenizer_dir)
     t5 = T5ForConditionalGeneration(T5Config(vocab_size=len(tok), d_model=48, d_kv=12, d_ff=96, num_layers=2,
@@ -330,7 +330,7 @@ def test_ship_replaces_the_weights_and_keeps_the_bundles_run_time_steps(tmp_path
     from transformers import T5Config, T5ForConditionalGeneration
 
     import ship
-    from editspec.tokens import load_tokenizer
+    from editspec.tokenization.tokens import load_tokenizer
 
     tok = load_tokenizer(tokenizer_dir)
     for seed, name in ((0, "old"), (1, "new")):

@@ -44,13 +44,13 @@ from rapidfuzz.distance import DamerauLevenshtein
 from tqdm import tqdm
 from wordfreq import zipf_frequency
 
-from editspec import t5
-from editspec.corpora import data_dir
+from editspec.modeling import t5
+from editspec.data.corpora import data_dir
 from editspec.corrector import Edit, apply, atomic_output, diff, guard
-from editspec.features import pad
-from editspec.spelling import load_speller
+from editspec.data.features import pad
+from editspec.text.spelling import load_speller
 from editspec.synthetic import WIKI_DIR, _read_lines, shard_files
-from editspec.tokens import encode, render_ids
+from editspec.tokenization.tokens import encode, render_ids
 
 
 def clean_sentences(folder: Path, shards: list[int], skip: int, tok, max_ids: int):

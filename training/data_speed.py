@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> float:
     p.add_argument("--warmup", type=int, default=2000, help="pairs taken before the clock starts")
     args = p.parse_args(argv)
 
-    from editspec.corpora import data_dir
+    from editspec.data.corpora import data_dir
 
     cfg = T.load_config(args.config, [])
     spec = dict(next(s for s in cfg["data"]["sources"] if s.get("type") == "synthetic"))

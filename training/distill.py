@@ -53,7 +53,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from editspec.corpora import data_dir, read_m2
+from editspec.data.corpora import data_dir, read_m2
 from editspec.corrector import Corrector, apply, atomic_output, diff
 from editspec.synthetic import WI_TRAIN_M2, WIKI_DIR, synthetic_pairs
 
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
             bar.update(len(chunk))
     targets = [t for part in pairs for t in part["target"]]
     if corrector.spelling:  # the text the teacher read, and the student will read
-        from editspec.spelling import respell_all
+        from editspec.text.spelling import respell_all
 
         sources = respell_all(sources)
     if args.right_edits:  # checked above: only with --synthetic; a respelling is the source's, not an edit

@@ -20,8 +20,8 @@ import torch
 from transformers import T5ForConditionalGeneration
 
 from editspec.corrector import model_type as checkpoint_type
-from editspec.modeling_edit5 import EdiT5Model
-from editspec.tokens import load_tokenizer
+from editspec.modeling.modeling_edit5 import EdiT5Model
+from editspec.tokenization.tokens import load_tokenizer
 
 RUN_TIME = ("max_edit_words", "rounds", "spelling", "rescore", "keep_bias", "order_bias", "stop_bias")
 

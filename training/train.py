@@ -137,7 +137,7 @@ class ModelKind:
     """What differs between T5 and EdiT5: features, collate, target length, model class."""
 
     def __init__(self, name: str):
-        from editspec import features
+        from editspec.data import features
 
         self.name = name
         if name == "t5":
@@ -146,7 +146,7 @@ class ModelKind:
             self.featurize_batch, self.collate = features.t5_features_batch, features.collate_t5
             self.target_key, self.config_cls, self.model_cls = "labels", T5Config, T5ForConditionalGeneration
         elif name == "edit5":
-            from editspec.modeling_edit5 import EdiT5Config, EdiT5Model
+            from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
 
             self.featurize_batch, self.collate = features.edit5_features_batch, features.collate_edit5
             self.target_key, self.config_cls, self.model_cls = "insertion_labels", EdiT5Config, EdiT5Model
@@ -161,7 +161,7 @@ class ModelKind:
         if model_cfg.get("point_markers"):
             if self.name != "edit5":
                 raise SystemExit("model.point_markers is an EdiT5 option")
-            from editspec.tokens import marker_ids
+            from editspec.tokenization.tokens import marker_ids
 
             extra["marker_ids"] = marker_ids(tok)
             if model_cfg.get("marker_gap"):  # unset: a checkpoint keeps its own
@@ -224,7 +224,7 @@ def featurized_rows(dataset, kind: ModelKind, tok, max_length: int):
 def read_pairs(spec: dict, data_dir: Path):
     """The (source, target) dataset of a map-style source spec; with ``respell``, the sources as
     ``Corrector`` hands them to a model after its spelling step."""
-    from editspec import corpora
+    from editspec.data import corpora
 
     kind = spec.get("type", "m2")
     path = lambda key: str(data_dir / spec[key])  # noqa: E731
@@ -242,7 +242,7 @@ def read_pairs(spec: dict, data_dir: Path):
         raise SystemExit(f"data source {spec.get('name', kind)}: respell and reverse together (respell the "
                          "back-translated pairs instead)")
     if spec.get("respell"):
-        from editspec.spelling import respell_all
+        from editspec.text.spelling import respell_all
 
         pairs = pairs.remove_columns("source").add_column("source", respell_all(pairs["source"]))
     if spec.get("reverse"):  # corrected -> learner's text: an error model for training/back_translate.py
@@ -260,7 +260,7 @@ def synthetic_shard(shard: tuple[str, int, int], start: int, folder: str, seed: 
     dropped (about 1 ms each), which is how a run resumes.
     """
     from editspec import synthetic
-    from editspec.tokens import load_tokenizer
+    from editspec.tokenization.tokens import load_tokenizer
 
     tok, featurize = load_tokenizer(tok_path), ModelKind(kind_name).featurize_batch
     name, part, parts = shard
@@ -320,7 +320,7 @@ def build_mixture(cfg: dict, kind: ModelKind, tok, data_dir: Path, log, tok_path
 
 def build_dev(cfg: dict, kind: ModelKind, tok, data_dir: Path):
     """(dev batches for the loss, dev M2 path and size for F0.5) or None."""
-    from editspec.corpora import evenly_spaced
+    from editspec.data.corpora import evenly_spaced
 
     dev = cfg["data"]["dev"]
     if not dev:
@@ -476,10 +476,10 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
 
     from transformers.utils import logging as hf_logging
 
-    from editspec.corpora import data_dir as find_data_dir
+    from editspec.data.corpora import data_dir as find_data_dir
     from editspec.evaluation import detection_auc
-    from editspec.modeling_edit5 import tag_margins
-    from editspec.tokens import load_tokenizer
+    from editspec.modeling.modeling_edit5 import tag_margins
+    from editspec.tokenization.tokens import load_tokenizer
 
     tc = cfg["train"]
     hf_logging.disable_progress_bar()  # "Writing model shards" bars at every export
@@ -710,10 +710,10 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
 def correct_fn_for(net, kind: ModelKind, tok, max_length: int, respell: bool = False):
     """list[str] -> list[str] with the model being trained (greedy), for ``editspec.evaluation``;
     with ``respell``, after the spelling step (``editspec.spelling``)."""
-    from editspec.features import pad
-    from editspec.spelling import respell_all
-    from editspec.t5 import greedy
-    from editspec.tokens import encode, render_ids
+    from editspec.data.features import pad
+    from editspec.text.spelling import respell_all
+    from editspec.modeling.t5 import greedy
+    from editspec.tokenization.tokens import encode, render_ids
 
     def correct(texts: list[str]) -> list[str]:
         if respell:
@@ -733,7 +733,7 @@ def f05_evaluator(m2_path: str, limit: int | None):
     """ERRANT scorer of (an evenly spaced subset of) a gold M2 file; sources parsed once."""
     from editspec import evaluation
 
-    from editspec.corpora import evenly_spaced
+    from editspec.data.corpora import evenly_spaced
 
     blocks = evaluation.read_m2(m2_path)
     return evaluation.ErrantEvaluator([blocks[i] for i in evenly_spaced(len(blocks), limit)])

@@ -20,8 +20,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from editspec.corpora import data_dir, read_m2  # noqa: E402
-from editspec.tokens import marker_ids, train_tokenizer  # noqa: E402
+from editspec.data.corpora import data_dir, read_m2  # noqa: E402
+from editspec.tokenization.tokens import marker_ids, train_tokenizer  # noqa: E402
 
 LEARNER_TRAIN = ["wi_locness/ABC.train.gold.bea19.m2", "fce/fce.train.gold.bea19.m2"]
 

@@ -25,7 +25,7 @@ Which side is tokenized where:
     (``do nt`` -> ``dont``, ``gon na`` -> ``gonna``), but ``can not`` stays: it is as often
     written apart as ``cannot``.
 
-The rules are measured, not assumed: ``python -m editspec.text FILE.m2 ...`` reports how often
+The rules are measured, not assumed: ``python -m editspec.text.tokenized FILE.m2 ...`` reports how often
 spaCy re-tokenizes ``detokenize(x)`` back to exactly ``x``: 98.8% of W&I dev, 99.5% of FCE dev and
 94.9% of CoNLL-2013 sources. Nearly all misses are tokens that spaCy 1.9 (or NUCLE) left whole and
 spaCy 3 splits (``haven't``, ``2%``, ``radio-frequency``), so ERRANT sees a spurious edit there

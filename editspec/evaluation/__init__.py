@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from editspec.errors import EditspecError
-from editspec.text import detokenize, spacy_nlp, tokenize_for_errant
+from editspec.text.tokenized import detokenize, spacy_nlp, tokenize_for_errant
 
 CorrectFn = Callable[[list[str]], list[str]]
 NOOP = "A -1 -1|||noop|||-NONE-|||REQUIRED|||-NONE-|||0"

@@ -37,7 +37,7 @@ from transformers.generation.logits_process import TemperatureLogitsWarper, TopP
 from transformers.models.t5.modeling_t5 import T5Block
 
 from editspec.errors import EditspecError
-from editspec.features import label_log_probs
+from editspec.data.features import label_log_probs
 
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
           "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
@@ -55,7 +55,7 @@ def load_t5(
     dtype: str | torch.dtype | None = None,
 ) -> tuple[T5ForConditionalGeneration, PreTrainedTokenizerBase]:
     """A T5 checkpoint (directory with its own tokenizer, or hub id) in eval mode, and its tokenizer."""
-    from editspec.tokens import load_tokenizer
+    from editspec.tokenization.tokens import load_tokenizer
 
     if isinstance(dtype, str):
         if dtype not in DTYPES:

@@ -34,8 +34,8 @@ from typing import Any, Sequence
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from editspec.edits import KEEP, TooFewMarkers, convert
-from editspec.tokens import encode, marker_ids
+from editspec.tokenization.edits import KEEP, TooFewMarkers, convert
+from editspec.tokenization.tokens import encode, marker_ids
 
 IGNORE = -100  # label value that CrossEntropyLoss(ignore_index=-100) skips
 

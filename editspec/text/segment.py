@@ -51,7 +51,7 @@ from typing import NamedTuple, Sequence
 
 from transformers import PreTrainedTokenizerBase
 
-from editspec.tokens import encode
+from editspec.tokenization.tokens import encode
 
 Span = tuple[int, int]
 

@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "correct":
             from editspec.corrector import run_correct as run
         elif args.command == "data":
-            from editspec.corpora import run_stats as run
+            from editspec.data.corpora import run_stats as run
         elif args.command == "eval":
             from editspec.evaluation import run_eval as run
         else:

@@ -87,8 +87,8 @@ def read_data(path: str | os.PathLike, limit: int | None = None,
     """(sources, gold targets or None) as natural text: M2 (S lines and annotator 0's edits,
     detokenized), ``source<TAB>target`` lines, or plain text (one sentence a line, no targets).
     ``limit``: the first N sentences, or with ``seed`` a random sample of N (in file order)."""
-    from editspec.corpora import apply_edits, is_m2, parse_m2
-    from editspec.text import detokenize
+    from editspec.data.corpora import apply_edits, is_m2, parse_m2
+    from editspec.text.tokenized import detokenize
 
     p = Path(path)
     if not p.is_file():
@@ -313,7 +313,7 @@ def time_spelling(sources: Sequence[str], warmup: int) -> dict:
     """ms per sentence of ``editspec.spelling``: a text step before every mode, the same for all,
     so it is timed apart from them (after ``warmup`` untimed sentences), and the seconds its first
     load took (0 if this process had loaded it before)."""
-    from editspec.spelling import load_speller
+    from editspec.text.spelling import load_speller
 
     start = time.perf_counter()
     speller = load_speller()  # the first call loads the dictionaries: a once-per-process cost
@@ -336,11 +336,11 @@ def time_rescoring(corrector, sources: Sequence[str], warmup: int) -> dict:
     ``real_words`` times the check for made-up words (``corrector.real_words``) on the same outputs,
     a step after the model too."""
     from editspec.corrector import Corrector, real_words
-    from editspec.rescoring import rescore, scorer
+    from editspec.decoding.rescoring import rescore, scorer
 
     units = list(sources)
     if corrector.spelling:
-        from editspec.spelling import load_speller, respell_all
+        from editspec.text.spelling import load_speller, respell_all
 
         units, knows = respell_all(units), load_speller().knows
     timed = {}
@@ -454,7 +454,7 @@ class Profiler:
 
     def __init__(self, t5=None, t5_tokenizer=None, edit5=None, edit5_tokenizer=None, small=None,
                  gamma: int | str = 4, prompt_lookup_tokens: int = 10):
-        from editspec.tokens import marker_ids
+        from editspec.tokenization.tokens import marker_ids
 
         self.t5, self.t5_tokenizer = t5, t5_tokenizer
         self.edit5, self.edit5_tokenizer = edit5, edit5_tokenizer
@@ -539,7 +539,7 @@ class Profiler:
             outputs=outputs, finished=finished, passes=timed.passes if timed else [], spec=spec)
 
     def _edit5(self, batch: Batch):
-        from editspec.edits import realize
+        from editspec.tokenization.edits import realize
 
         ids = batch.edit5_ids
         with torch.inference_mode():
@@ -549,7 +549,7 @@ class Profiler:
         return [realize(e.ids, ed, self.markers, eos) for e, ed in zip(batch.edit5_encoded, edits)], end_of_decoder
 
     def _drafter(self, mode: str, reference):
-        from editspec import speculative
+        from editspec.decoding import speculative
 
         if mode == "speculative":
             return speculative.EdiT5Drafter(self.edit5, tokenizer=self.t5_tokenizer, markers=self.markers)
@@ -560,13 +560,13 @@ class Profiler:
         return speculative.StaticDrafter(reference, tokenizer=self.t5_tokenizer)
 
     def _speculative(self, batch: Batch, drafter):
-        from editspec.speculative import speculative_generate
+        from editspec.decoding.speculative import speculative_generate
 
         return speculative_generate(self.t5, batch.ids, batch.mask, drafter, max_new_tokens=batch.max_new,
                                     gamma=self.gamma, tokenizer=self.t5_tokenizer)
 
     def _t5(self, mode: str, batch: Batch) -> list[list[int]]:
-        from editspec import t5
+        from editspec.modeling import t5
 
         if mode == "t5":
             return t5.greedy(self.t5, batch.ids, batch.mask, max_new_tokens=batch.max_new)
@@ -588,7 +588,7 @@ class Profiler:
         vocabulary, both rendered by aligning them to the source)."""
         if mode != "edit5" or self.shared_vocab:
             return [a == b for a, b in zip(outputs, reference)]
-        from editspec.tokens import render_ids
+        from editspec.tokenization.tokens import render_ids
 
         mine = [render_ids(self.edit5_tokenizer, e, o) for e, o in zip(batch.edit5_encoded, outputs)]
         theirs = [render_ids(self.t5_tokenizer, e, o) for e, o in zip(batch.encoded, reference)]
@@ -603,7 +603,7 @@ def profile_modes(profiler: Profiler, sources: list[str], modes: Sequence[str], 
                   progress: bool = False) -> tuple[dict, dict]:
     """(report["modes"], raw per-sample data for the plots). ``t5`` is always run: it is the
     reference of ``speedup_vs_t5`` and ``identical_to_t5`` (and the perfect drafter's draft)."""
-    from editspec.tokens import encode
+    from editspec.tokenization.tokens import encode
 
     encoded = encode(profiler.tokenizer, sources)
     edit5_encoded = None
@@ -702,8 +702,8 @@ def random_architecture(name: str, tokenizer, device, dtype=None, sizes: dict | 
     """A randomly initialised T5 or EdiT5 of the named size (``sizes`` overrides the table)."""
     from transformers import T5Config, T5ForConditionalGeneration
 
-    from editspec.modeling_edit5 import EdiT5Config, EdiT5Model
-    from editspec.tokens import marker_ids
+    from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
+    from editspec.tokenization.tokens import marker_ids
 
     kind, size = (sizes or ARCHITECTURES)[name]
     common = dict(vocab_size=max(size.get("vocab_size", VOCAB), len(tokenizer)), dropout_rate=0.0,
@@ -723,7 +723,7 @@ def _gold_edit5(batch_rows, edits_rows, d_model: int, device, dtype):
     """Tag logits and pointer query/key vectors that make EdiT5 decode the gold edits:
     key j = one-hot(j), query i = 100 · one-hot(gold successor of i), so query·key peaks at the
     successor; EOS (position n) starts and ends the walk."""
-    from editspec.edits import KEEP
+    from editspec.tokenization.edits import KEEP
 
     batch, width = len(batch_rows), max(len(r) for r in batch_rows) + 1
     tags = torch.full((batch, width, 2), 0.0)
@@ -746,9 +746,9 @@ def profile_architectures(sources: list[str], targets: list[str], tokenizer, dev
                           sizes: dict | None = None, max_ids: int = 127, progress: bool = False) -> dict:
     """report["architectures"]: each architecture on the gold pairs, decoder steps forced to the
     gold lengths (see the module docstring). Architectures take turns batch by batch."""
-    from editspec import t5 as t5_module
-    from editspec.edits import TooFewMarkers, convert
-    from editspec.tokens import encode, marker_ids
+    from editspec.modeling import t5 as t5_module
+    from editspec.tokenization.edits import TooFewMarkers, convert
+    from editspec.tokenization.tokens import encode, marker_ids
 
     sizes = sizes or ARCHITECTURES
     names = list(names or sizes)
@@ -1122,7 +1122,7 @@ def run_profile(args) -> int:
                 root = Path(args.model) if args.model else DEFAULT_MODEL
                 draft_dir = root / "t5-draft" if (root / "t5-draft" / "config.json").is_file() else None
             if draft_dir is not None and any(NEEDS[m][-1] == "t5-draft" for m in modes):
-                from editspec.t5 import load_t5
+                from editspec.modeling.t5 import load_t5
 
                 small, small_tok = load_t5(draft_dir, device=device)
                 if corrector.t5_tokenizer is not None and small_tok.get_vocab() != corrector.t5_tokenizer.get_vocab():
@@ -1145,7 +1145,7 @@ def run_profile(args) -> int:
             tokenizer = profiler.tokenizer
         if args.architectures:
             if tokenizer is None:
-                from editspec.tokens import load_tokenizer
+                from editspec.tokenization.tokens import load_tokenizer
 
                 edit5_path, t5_path = resolve_models(args.model, args.edit5, args.t5) \
                     if (args.model or args.edit5 or args.t5) else (None, None)

@@ -46,7 +46,7 @@ from typing import Literal, Sequence
 import torch
 from transformers import PreTrainedTokenizerBase, T5ForConditionalGeneration
 
-from editspec import t5
+from editspec.modeling import t5
 from editspec.errors import EditspecError
 
 
@@ -182,7 +182,7 @@ class EdiT5Drafter(StaticDrafter):
     def __init__(self, model, tokenizer: PreTrainedTokenizerBase | None = None,
                  markers: Sequence[int] | None = None, resync: bool = True, max_ngram: int = 3):
         super().__init__(None, resync, max_ngram, tokenizer)
-        from editspec.tokens import marker_ids
+        from editspec.tokenization.tokens import marker_ids
 
         self.model = model
         self.markers = list(markers if markers is not None
@@ -192,7 +192,7 @@ class EdiT5Drafter(StaticDrafter):
             raise EditspecError("EdiT5Drafter needs the marker ids: pass the EdiT5 tokenizer")
 
     def make_drafts(self, input_ids, attention_mask, sources):
-        from editspec.edits import realize
+        from editspec.tokenization.edits import realize
 
         edits = self.model.generate_edits(input_ids, attention_mask)
         return [realize(src, e, self.markers, self.eos) for src, e in zip(sources, edits)]
@@ -326,7 +326,7 @@ def retokenize_drafts(drafts: Sequence[Sequence[int]], draft_tokenizer: PreTrain
     """Drafts in the drafter's ids -> text -> the verifier's ids. With the source texts, the
     text of copied tokens comes from the source (``render_ids``), so characters the drafter's
     vocabulary lacks (its ``<unk>``) are spelled as in the input."""
-    from editspec.tokens import encode, render_ids
+    from editspec.tokenization.tokens import encode, render_ids
 
     if sources is not None:
         texts = [render_ids(draft_tokenizer, src, d)

@@ -62,7 +62,7 @@ def rescore(sources: Sequence[str], outputs: Sequence[str], score: Scorer) -> li
 
 def scorer(model, tokenizer, batch_size: int = 64) -> Scorer:
     """The ``Scorer`` of a T5 (``T5ForConditionalGeneration``) or an EdiT5 and its tokenizer."""
-    from editspec.features import collate_edit5, collate_t5, edit5_features_batch, pad, t5_features_batch
+    from editspec.data.features import collate_edit5, collate_t5, edit5_features_batch, pad, t5_features_batch
 
     if model.config.model_type == "edit5":
         def features(sources, targets):  # the pairs training would take, no others
@@ -73,7 +73,7 @@ def scorer(model, tokenizer, batch_size: int = 64) -> Scorer:
             del labels["input_ids"], labels["attention_mask"]
             return model.log_likelihood(**_on(model, {**inputs, **labels, "rows": which}))
     else:
-        from editspec import t5
+        from editspec.modeling import t5
 
         def features(sources, targets):
             return t5_features_batch(tokenizer, sources, targets, max_length=1 << 30)

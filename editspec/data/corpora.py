@@ -28,11 +28,11 @@ from typing import Iterator, Sequence
 import datasets
 
 from editspec.errors import EditspecError
-from editspec.text import detokenize
+from editspec.text.tokenized import detokenize
 
 SKIP_TYPES = {"noop", "UNK", "Um"}
-REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_TOKENIZER = Path(__file__).resolve().parent / "models" / "default" / "tokenizer"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_TOKENIZER = Path(__file__).resolve().parents[1] / "models" / "default" / "tokenizer"
 
 
 def data_dir(path: str | os.PathLike | None = None) -> Path:
@@ -260,8 +260,8 @@ def stats(dataset, tokenizer, batch_size: int = 2048) -> dict:
     render back to the exact target text with ``editspec.tokens.render`` (what a perfect model
     would output; an inserted ``<unk>`` or a normalised character cannot be rendered exactly).
     """
-    from editspec.edits import TooFewMarkers, align, convert, realize_aligned
-    from editspec.tokens import encode, marker_ids, render
+    from editspec.tokenization.edits import TooFewMarkers, align, convert, realize_aligned
+    from editspec.tokenization.tokens import encode, marker_ids, render
 
     markers, eos = marker_ids(tokenizer), tokenizer.eos_token_id
     n = identical = too_few = exact = text_exact = reordered = 0
@@ -321,7 +321,7 @@ def stats(dataset, tokenizer, batch_size: int = 2048) -> dict:
 def run_stats(args) -> int:
     """``editspec data stats FILE [--target T ...] [--tokenizer DIR] [--annotator A] [--tokenized]
     [--detokenize]``: ``stats`` of an M2 file, a TSV, or a source file with one or more targets."""
-    from editspec.tokens import load_tokenizer
+    from editspec.tokenization.tokens import load_tokenizer
 
     tok_dir = Path(args.tokenizer) if args.tokenizer else DEFAULT_TOKENIZER
     if not tok_dir.exists():

@@ -34,7 +34,7 @@ from typing import Iterable, Sequence
 
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
-from editspec.edits import align
+from editspec.tokenization.edits import align
 from editspec.errors import EditspecError
 
 SPACE = "\u2581"  # SentencePiece's word-boundary mark

@@ -86,10 +86,10 @@ from transformers.masking_utils import create_bidirectional_mask
 from transformers.modeling_outputs import ModelOutput
 from transformers.models.t5.modeling_t5 import T5Attention, T5Block, T5LayerNorm, T5PreTrainedModel, T5Stack
 
-from editspec.edits import DELETE, KEEP, Edits, realize_aligned
-from editspec.features import IGNORE, label_log_probs, pad
-from editspec.t5 import CACHE_ARG
-from editspec.tokens import encode, marker_ids, render
+from editspec.tokenization.edits import DELETE, KEEP, Edits, realize_aligned
+from editspec.data.features import IGNORE, label_log_probs, pad
+from editspec.modeling.t5 import CACHE_ARG
+from editspec.tokenization.tokens import encode, marker_ids, render
 
 
 class EdiT5Config(PreTrainedConfig):
