@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))
 import train as T  # noqa: E402
 
 from editspec.data.corpora import data_dir  # noqa: E402
-from editspec.corrector import model_type  # noqa: E402
+from editspec.modeling.loading import model_type  # noqa: E402
 from editspec.tokenization.tokens import load_tokenizer  # noqa: E402
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import argparse
 
-from editspec.data.corpora import SKIP_TYPES, parse_m2
-from editspec.corrector import made_up_words
+from editspec.data.m2 import SKIP_TYPES, parse_m2
+from editspec.text.guard import made_up_words
 from editspec.text.spelling import load_speller
 
 

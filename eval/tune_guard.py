@@ -27,7 +27,8 @@ from typing import Callable
 
 from editspec.text import segment
 from editspec.data.corpora import read_m2
-from editspec.corrector import Corrector, guard, real_words
+from editspec.corrector import Corrector
+from editspec.text.guard import guard, real_words
 from editspec.evaluation import ErrantEvaluator, correct_all
 from tuning import bundle_options, pick_best  # eval/tuning.py, beside this script
 

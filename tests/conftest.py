@@ -1,22 +1,9 @@
 """Shared fixtures: a tiny SentencePiece/T5 tokenizer trained on generated sentences (~1 s)."""
 
-import random
-
 import pytest
 import torch
 
-SUBJECTS = ["I", "You", "He", "She", "We", "They", "The cat", "My friend", "The teacher", "Our class"]
-VERBS = ["like", "likes", "liked", "go", "goes", "went", "see", "saw", "play", "played", "want", "wanted"]
-OBJECTS = ["the park", "a book", "an apple", "school", "music", "the dogs", "football", "the city",
-           "my homework", "some water", "the old house", "a new car"]
-TAILS = [".", " yesterday.", " every day.", " on Monday.", " with friends.", "!", " in the morning.",
-         ", but it rained.", " because it is fun."]
-
-
-def sentences(n: int, seed: int = 0) -> list[str]:
-    rng = random.Random(seed)
-    return [f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)}{rng.choice(TAILS)}"
-            for _ in range(n)]
+from tests.helpers import sentences
 
 
 @pytest.fixture(scope="session")

@@ -20,10 +20,14 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from editspec import cli
-from editspec import corrector as corrector_module
+from editspec import cli, files
+from editspec.modeling import loading
 from editspec.text import segment
-from editspec.corrector import Correction, Corrector, Edit, apply, diff, edit_size, format_diff, guard, resolve_models
+from editspec.cli.correct import format_diff
+from editspec.corrector import Corrector
+from editspec.modeling.loading import resolve_models
+from editspec.text.diff import Correction, Edit, apply, diff, edit_size
+from editspec.text.guard import guard
 from editspec.errors import EditspecError
 from editspec.tokenization.tokens import encode
 
@@ -286,7 +290,7 @@ def test_corrector_ends_a_long_line_but_not_its_chunks(models, monkeypatch):
 
 
 def test_real_words_undoes_the_edits_that_write_a_made_up_word():
-    from editspec.corrector import real_words
+    from editspec.text.guard import real_words
 
     words = {"sales", "of", "beef", "have", "has", "shown", "he", "doesn't", "know", "a", "world", "wide",
              "thing", "life"}
@@ -313,7 +317,7 @@ def test_real_words_undoes_the_edits_that_write_a_made_up_word():
 @given(st.lists(st.sampled_from(["he", "is", "be", "ef", "n", "t", "'", "-", " ", ".", "zq"]), max_size=8),
        st.lists(st.sampled_from(["he", "is", "be", "ef", "n", "t", "'", "-", " ", ".", "zq"]), max_size=8))
 def test_real_words_leaves_no_made_up_word_the_source_does_not_hold(source, output):
-    from editspec.corrector import made_up_words, real_words
+    from editspec.text.guard import made_up_words, real_words
 
     known = {"he", "is", "be", "isn't", "t", "n"}.__contains__
     source, output = "".join(source), "".join(output)
@@ -668,7 +672,7 @@ def test_edit5_and_t5_modes_run(models):
 
 def test_mismatched_tokenizers_are_retokenized(models, tmp_path, tokenizer):
     """An EdiT5 with another vocabulary drafts through text: the output is still T5's."""
-    from conftest import sentences
+    from tests.helpers import sentences
     from editspec.tokenization.tokens import train_tokenizer
 
     other = train_tokenizer(sentences(500, seed=3), tmp_path / "tok", vocab_size=200, extra_ids=64)
@@ -708,7 +712,7 @@ def test_model_resolution_and_errors(models, tmp_path, monkeypatch):
     fails("cannot load an EdiT5 model", model=broken)
     (broken / "config.json").write_text("{not json")
     fails("cannot read", model=broken)
-    monkeypatch.setattr(corrector_module, "DEFAULT_MODEL", tmp_path / "default")
+    monkeypatch.setattr(loading, "DEFAULT_MODEL", tmp_path / "default")
     fails("no model installed")
 
 
@@ -738,7 +742,7 @@ def test_cli_text_is_byte_identical_with_identity_model(models, tmp_path, capsys
 def test_cli_property_identity_is_byte_identical(models, tmp_path_factory, capsysbinary, monkeypatch, text):
     """Any UTF-8 file (CR, CRLF, blank lines, no final newline, BOM) comes back byte for byte
     from a model that edits nothing, also when it is streamed in small blocks."""
-    monkeypatch.setattr(corrector_module, "BLOCK_LINES", 3)
+    monkeypatch.setattr(files, "BLOCK_LINES", 3)
     src = tmp_path_factory.mktemp("prop") / "in.txt"
     src.write_bytes(text.encode())
     rc, out, err = run_cli(capsysbinary, src, "--model", models / "identity")
@@ -746,7 +750,7 @@ def test_cli_property_identity_is_byte_identical(models, tmp_path_factory, capsy
 
 
 def test_cli_stdin_streams_in_blocks(models, monkeypatch, capsysbinary):
-    monkeypatch.setattr(corrector_module, "BLOCK_LINES", 2)
+    monkeypatch.setattr(files, "BLOCK_LINES", 2)
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(INPUT.encode())))
     calls = []
     real = Corrector.correct_detailed
@@ -803,7 +807,7 @@ def test_cli_output_file_is_atomic(models, tmp_path, monkeypatch, capsysbinary):
 
     # interrupted after the first block was written: the old file stays, no temp file is left
     dst.write_text("previous")
-    monkeypatch.setattr(corrector_module, "BLOCK_LINES", 2)
+    monkeypatch.setattr(files, "BLOCK_LINES", 2)
     real, calls = Corrector.correct_detailed, []
 
     def interrupted(self, texts, **kw):
@@ -828,7 +832,7 @@ def test_atomic_output_survives_sigterm(tmp_path):
     dst = tmp_path / "out.txt"
     dst.write_text("previous")
     script = ("import os, signal, sys\n"
-              "from editspec.corrector import atomic_output\n"
+              "from editspec.files import atomic_output\n"
               "with atomic_output(sys.argv[1]) as f:\n"
               "    f.write(b'half')\n"
               "    os.kill(os.getpid(), signal.SIGTERM)\n"
@@ -892,7 +896,7 @@ def test_shipped_models_correct_the_sample(capsysbinary):
     babbles, would change far more than a tenth of the characters."""
     import difflib
 
-    assert (corrector_module.DEFAULT_MODEL / "t5").is_dir() and (corrector_module.DEFAULT_MODEL / "edit5").is_dir()
+    assert (loading.DEFAULT_MODEL / "t5").is_dir() and (loading.DEFAULT_MODEL / "edit5").is_dir()
     lines = SAMPLE.read_text(encoding="utf-8").splitlines()
     spec = Corrector.from_pretrained(device="cpu")
     assert spec.mode == "speculative" and spec.t5.dtype == spec.edit5.dtype == torch.float32

@@ -46,7 +46,9 @@ from wordfreq import zipf_frequency
 
 from editspec.modeling import t5
 from editspec.data.corpora import data_dir
-from editspec.corrector import Edit, apply, atomic_output, diff, guard
+from editspec.files import atomic_output
+from editspec.text.diff import Edit, apply, diff
+from editspec.text.guard import guard
 from editspec.data.features import pad
 from editspec.text.spelling import load_speller
 from editspec.synthetic import WIKI_DIR, _read_lines, shard_files

@@ -54,7 +54,9 @@ from pathlib import Path
 from tqdm import tqdm
 
 from editspec.data.corpora import data_dir, read_m2
-from editspec.corrector import Corrector, apply, atomic_output, diff
+from editspec.corrector import Corrector
+from editspec.files import atomic_output
+from editspec.text.diff import apply, diff
 from editspec.synthetic import WI_TRAIN_M2, WIKI_DIR, synthetic_pairs
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 from transformers import T5ForConditionalGeneration
 
-from editspec.corrector import model_type as checkpoint_type
+from editspec.modeling.loading import model_type as checkpoint_type
 from editspec.modeling.modeling_edit5 import EdiT5Model
 from editspec.tokenization.tokens import load_tokenizer
 

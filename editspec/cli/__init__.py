@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
 
             torch.set_num_threads(args.threads)
         if args.command == "correct":
-            from editspec.corrector import run_correct as run
+            from editspec.cli.correct import run_correct as run
         elif args.command == "data":
             from editspec.data.corpora import run_stats as run
         elif args.command == "eval":

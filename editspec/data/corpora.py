@@ -27,10 +27,10 @@ from typing import Iterator, Sequence
 
 import datasets
 
+from editspec.data.m2 import apply_edits, is_m2, parse_m2
 from editspec.errors import EditspecError
 from editspec.text.tokenized import detokenize
 
-SKIP_TYPES = {"noop", "UNK", "Um"}
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_TOKENIZER = Path(__file__).resolve().parents[1] / "models" / "default" / "tokenizer"
 
@@ -84,47 +84,6 @@ def _build(gen, gen_kwargs: dict, features: datasets.Features, streaming: bool):
 
 
 # --- M2 -------------------------------------------------------------------------------------------
-
-def parse_m2(lines: Iterator[str]) -> Iterator[tuple[list[str], list[tuple[int, int, str, list[str], int]]]]:
-    """(source tokens, [(start, end, type, correction tokens, annotator)]) per M2 block."""
-    source: list[str] | None = None
-    edits: list = []
-    for n, line in enumerate(lines, 1):
-        line = line.rstrip("\r\n")
-        if line.startswith("S ") or line == "S":
-            if source is not None:
-                yield source, edits
-            source, edits = line[2:].split(), []
-        elif line.startswith("A "):
-            if source is None:
-                raise EditspecError(f"M2 line {n}: an A line before any S line")
-            fields = line[2:].split("|||")
-            try:
-                start, end = (int(x) for x in fields[0].split())
-                edits.append((start, end, fields[1], fields[2].split(), int(fields[-1])))
-            except (ValueError, IndexError):
-                raise EditspecError(f"M2 line {n}: malformed edit {line!r}") from None
-        elif line.strip() == "":
-            if source is not None:
-                yield source, edits
-            source, edits = None, []
-        else:
-            raise EditspecError(f"M2 line {n}: expected an 'S ' or 'A ' line, got {line[:40]!r}")
-    if source is not None:
-        yield source, edits
-
-
-def apply_edits(source: Sequence[str], edits: Sequence[tuple[int, int, str, list[str], int]]) -> list[str]:
-    """Target tokens: the edits (one annotator's, in file order for equal starts) applied to source."""
-    target = list(source)
-    shift = 0
-    for start, end, kind, correction, _ in sorted(edits, key=lambda e: e[0]):  # stable
-        if kind in SKIP_TYPES or start < 0 or correction == ["-NONE-"]:
-            continue
-        target[start + shift:end + shift] = correction
-        shift += len(correction) - (end - start)
-    return target
-
 
 def _m2_pairs(path: str, annotator: int | str, detokenized: bool, cache_key=None) -> Iterator[dict]:
     with open(path, encoding="utf-8") as f:
@@ -236,18 +195,6 @@ def read_jfleg(src: str | os.PathLike, refs: Sequence[str | os.PathLike], detoke
     return _build(_jfleg_rows, {"src": str(paths[0]), "refs": tuple(str(p) for p in paths[1:]),
                                 "detokenized": detokenized, "pairs": pairs,
                                 "cache_key": _cache_key(*paths)}, features, streaming)
-
-
-def is_m2(path: str | os.PathLike) -> bool:
-    """An .m2 file, or a file whose first non-empty line is an ``S`` line."""
-    p = Path(path)
-    if p.suffix == ".m2":
-        return True
-    with open(p, encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                return line.startswith("S ")
-    return False
 
 
 # --- data stats ----------------------------------------------------------------------------------

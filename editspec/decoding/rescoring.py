@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from editspec.corrector import apply, diff
+from editspec.text.diff import apply, diff
 
 # log P(target | source) for each (source, target) row, or None where the model cannot score it
 Scorer = Callable[[Sequence[str], Sequence[str]], list[float | None]]

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+from editspec.data import m2
 from editspec.errors import EditspecError
 from editspec.text.tokenized import detokenize, spacy_nlp, tokenize_for_errant
 
@@ -55,24 +56,6 @@ NOOP = "A -1 -1|||noop|||-NONE-|||REQUIRED|||-NONE-|||0"
 # errant_compare's defaults: span-based correction, beta 0.5, no filters.
 _COMPARE_ARGS = Namespace(beta=0.5, verbose=False, dt=False, ds=False, cs=False, cse=False,
                           single=False, multi=False, filt=[], cat=None)
-
-
-# ----------------------------------------------------------------------------- M2 files
-
-def read_m2(path: str | Path, limit: int | None = None) -> list[str]:
-    """M2 blocks ("S ..." plus its "A ..." lines), split exactly as errant_compare splits them."""
-    try:
-        blocks = Path(path).read_text(encoding="utf-8").strip().split("\n\n")
-    except OSError as e:
-        raise EditspecError(f"cannot read M2 file {path}: {e.strerror}") from e
-    if not blocks[0].startswith("S "):
-        raise EditspecError(f"{path} is not an M2 file (no 'S ' line first)")
-    return blocks[:limit] if limit is not None else blocks
-
-
-def m2_source(block: str) -> list[str]:
-    """The gold tokens of an M2 block's S line."""
-    return block.split("\n", 1)[0][2:].split()
 
 
 # ----------------------------------------------------------------------------- tokens
@@ -284,7 +267,7 @@ class ErrantEvaluator:
     def __init__(self, gold_blocks: Sequence[str], sources: Sequence[str] | None = None,
                  retokenize: str = "changed"):
         self.gold = list(gold_blocks)
-        self.source_tokens = [m2_source(b) for b in self.gold]
+        self.source_tokens = [m2.source_tokens(b) for b in self.gold]
         # the model inputs: natural text
         self.sources = list(sources) if sources is not None else \
             [detokenize(" ".join(t)) for t in self.source_tokens]
@@ -293,7 +276,7 @@ class ErrantEvaluator:
 
     @classmethod
     def from_m2(cls, path: str | Path, limit: int | None = None, retokenize: str = "changed"):
-        return cls(read_m2(path, limit), retokenize=retokenize)
+        return cls(m2.read_blocks(path, limit), retokenize=retokenize)
 
     @classmethod
     def from_pairs(cls, sources: Sequence[str], targets: Sequence[str], retokenize: str = "changed"):
@@ -462,13 +445,13 @@ def run_eval(args: Namespace) -> int:
         raise EditspecError("give a gold set: --m2 FILE, or --src FILE with --refs FILE...")
     if args.src and not args.refs and not args.m2:
         raise EditspecError("--src needs --refs (GLEU) or --m2 (ERRANT)")
-    gold = read_m2(args.m2) if args.m2 else None
+    gold = m2.read_blocks(args.m2) if args.m2 else None
     if args.src:
         source_tokens = [line.split() for line in read_lines(args.src)]
-        if gold is not None and [m2_source(b) for b in gold] != source_tokens:
+        if gold is not None and [m2.source_tokens(b) for b in gold] != source_tokens:
             raise EditspecError(f"the S lines of {args.m2} are not the sentences of {args.src}")
     else:
-        source_tokens = [m2_source(b) for b in gold]
+        source_tokens = [m2.source_tokens(b) for b in gold]
     references = [[line.split() for line in read_lines(p)] for p in args.refs or []]
     for path, refs in zip(args.refs or [], references):
         if len(refs) != len(source_tokens):

@@ -87,7 +87,7 @@ def read_data(path: str | os.PathLike, limit: int | None = None,
     """(sources, gold targets or None) as natural text: M2 (S lines and annotator 0's edits,
     detokenized), ``source<TAB>target`` lines, or plain text (one sentence a line, no targets).
     ``limit``: the first N sentences, or with ``seed`` a random sample of N (in file order)."""
-    from editspec.data.corpora import apply_edits, is_m2, parse_m2
+    from editspec.data.m2 import apply_edits, is_m2, parse_m2
     from editspec.text.tokenized import detokenize
 
     p = Path(path)
@@ -335,7 +335,8 @@ def time_rescoring(corrector, sources: Sequence[str], warmup: int) -> dict:
     untimed ones; ``changed`` counts the outputs it had edits to score. With the spelling step on,
     ``real_words`` times the check for made-up words (``corrector.real_words``) on the same outputs,
     a step after the model too."""
-    from editspec.corrector import Corrector, real_words
+    from editspec.corrector import Corrector
+    from editspec.text.guard import real_words
     from editspec.decoding.rescoring import rescore, scorer
 
     units = list(sources)
@@ -1066,9 +1067,8 @@ def _device_name(device: torch.device) -> str:
 
 
 def run_profile(args) -> int:
-    from editspec.corrector import (
-        DEFAULT_MODEL, Corrector, quiet_transformers, resolve_device, resolve_models,
-    )
+    from editspec.corrector import Corrector
+    from editspec.modeling.loading import DEFAULT_MODEL, quiet_transformers, resolve_device, resolve_models
 
     if getattr(args, "mode", None):
         raise EditspecError("profile times several modes: use --modes")

@@ -17,33 +17,10 @@ from editspec.data.features import (
 )
 from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model, decode_order
 from editspec.tokenization.tokens import encode, marker_ids
-from conftest import sentences
+from tests.helpers import pairs, sentences
 
 TINY = dict(d_model=32, d_kv=8, d_ff=64, num_heads=4, num_layers=2, num_decoder_layers=1,
             dropout_rate=0.0, max_order_positions=64, tag_embedding_dim=16)
-REPLACE = {"went": "go", "likes": "like", "saw": "see", "played": "play", "a": "an", "the": "a"}
-
-
-def corrupt(text: str, rng: random.Random, kind: str) -> str:
-    """A learner-like error in a clean sentence: the model must undo it."""
-    w = text.split()
-    i = rng.randrange(1, len(w) - 1)
-    if kind == "delete":  # a missing word: the model inserts it
-        del w[i]
-    elif kind == "insert":  # an extra word: the model deletes it
-        w.insert(i, rng.choice(["the", "very", "to"]))
-    elif kind == "swap":  # two words swapped: the pointer network moves one back
-        w[1], w[2] = w[2], w[1]  # not the first word: see the report on render() and moves
-    elif kind == "replace":
-        j = next((k for k, x in enumerate(w) if x in REPLACE), i)
-        w[j] = REPLACE.get(w[j], "xyz")
-    return " ".join(w)
-
-
-def pairs(n: int = 20, seed: int = 1) -> list[tuple[str, str]]:
-    rng = random.Random(seed)
-    kinds = ["delete", "insert", "swap", "replace", "same"]
-    return [(corrupt(t, rng, kinds[k % 5]), t) for k, t in enumerate(sentences(n, seed))]
 
 
 def edits_from_features(f: dict) -> Edits:
@@ -282,7 +259,7 @@ def test_log_likelihood_sums_what_the_losses_average(tokenizer):
 
 
 def test_rescoring_keeps_the_learned_edits_and_undoes_a_wrong_one(tokenizer, trained):
-    from editspec.corrector import diff
+    from editspec.text.diff import diff
     from editspec.decoding.rescoring import rescore, scorer
 
     model, data, _, _ = trained
@@ -422,7 +399,7 @@ def test_pointer_offset_bias_scores_relative_offsets(tokenizer):
 
 def test_tag_auc_reads_the_delete_margin(tokenizer):
     """eval/tag_auc.py: one margin per tagged input token, DELETE minus KEEP, gold deletions flagged."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "eval"))
     from tag_auc import delete_margins
 
     model = tiny_model(tokenizer).eval()
@@ -441,7 +418,7 @@ def test_tag_auc_reads_the_delete_margin(tokenizer):
 def test_marker_accuracy_of_an_overfitted_model(tokenizer, trained):
     """eval/marker_accuracy.py: every gold marker of the training pairs counted once, and the
     overfitted model (either marker kind) puts all of them in place."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "eval"))
     from marker_accuracy import marker_offsets
 
     model, data, _, _ = trained

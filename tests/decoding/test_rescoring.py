@@ -7,11 +7,11 @@ import torch
 from transformers import T5Config, T5ForConditionalGeneration
 
 from editspec.modeling import t5
-from editspec.corrector import diff
+from editspec.text.diff import diff
 from editspec.data.features import collate_t5, t5_features_batch
 from editspec.decoding.rescoring import rescore, scorer
-from test_modeling_edit5 import pairs
-from test_t5 import random_batch, random_t5
+from tests.helpers import pairs
+from tests.helpers import random_batch, random_t5
 
 SOURCE = "I am 20 years old and I like play football."
 OUTPUT = "I am 20 the years old and I like to play football."

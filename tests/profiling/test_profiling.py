@@ -14,8 +14,8 @@ from editspec import profiling
 from editspec.tokenization.edits import convert
 from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
 from editspec.tokenization.tokens import encode, marker_ids
-from conftest import sentences
-from test_t5 import random_t5
+from tests.helpers import sentences
+from tests.helpers import random_t5
 
 EXACT = ("speculative", "speculative-copy", "speculative-small", "speculative-perfect", "hf-greedy")
 STAT_KEYS = {"median", "p90", "mean"}

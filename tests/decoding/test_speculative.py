@@ -15,7 +15,7 @@ from editspec.errors import EditspecError
 from editspec.decoding.speculative import (
     CopyDrafter, EdiT5Drafter, SmallT5Drafter, StaticDrafter, source_ids, speculative_generate,
 )
-from test_t5 import random_batch, random_t5
+from tests.helpers import random_batch, random_t5
 
 EOS = 1
 SIZES = {"tiny": dict(vocab=24, d_model=16, layers=1, heads=2),
@@ -293,7 +293,7 @@ def test_edit5_drafter_with_a_random_edit5_model():
 
 @pytest.fixture(scope="module")
 def other_tokenizer(tmp_path_factory):
-    from conftest import sentences
+    from tests.helpers import sentences
     from editspec.tokenization.tokens import train_tokenizer
 
     return train_tokenizer(sentences(500, seed=1), tmp_path_factory.mktemp("other"), vocab_size=150,

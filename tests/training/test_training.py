@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import sentences
+from tests.helpers import sentences
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "training"))
 
 import data_mixture as dm  # noqa: E402

@@ -6,7 +6,8 @@ import datasets
 import pytest
 
 from editspec.cli import main
-from editspec.data.corpora import apply_edits, data_dir, evenly_spaced, parse_m2, read_jfleg, read_m2, read_parallel
+from editspec.data.corpora import data_dir, evenly_spaced, read_jfleg, read_m2, read_parallel
+from editspec.data.m2 import apply_edits, parse_m2
 from editspec.errors import EditspecError
 from editspec.text.tokenized import detokenize, tokenize_for_errant
 

@@ -14,7 +14,8 @@ from hypothesis import given, settings, strategies as st
 from editspec import cli
 from editspec import evaluation
 from editspec.evaluation import (ErrantEvaluator, ErrantResult, detection_auc, errant_score, gleu, gleu_from_stats,
-                                 gleu_stats, paired_bootstrap, read_m2, retokenize)
+                                 gleu_stats, paired_bootstrap, retokenize)
+from editspec.data.m2 import read_blocks as read_m2
 from editspec.text.tokenized import detokenize
 
 # Two annotators, noop annotations, an UNK edit (ignored in correction scoring) and a source token
@@ -176,7 +177,7 @@ def test_significance_script_scores_both_files(gold, tmp_path):
     evaluator = ErrantEvaluator.from_m2(gold)
     (tmp_path / "a.txt").write_text("".join(s + "\n" for s in evaluator.sources), encoding="utf-8")
     (tmp_path / "b.txt").write_text("".join(o + "\n" for o in OUTPUTS.values()), encoding="utf-8")
-    script = Path(__file__).resolve().parents[1] / "eval" / "significance.py"
+    script = Path(__file__).resolve().parents[2] / "eval" / "significance.py"
     run = subprocess.run([sys.executable, str(script), str(gold), str(tmp_path / "a.txt"),
                           str(tmp_path / "b.txt"), "--samples", "200"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
@@ -292,7 +293,7 @@ def test_gleu_worked_example():
     assert gleu([s, s2], [[r, r2], [r, r2]], [b, h2]) == pytest.approx(expected)
 
 
-JFLEG = Path(__file__).resolve().parents[2] / "shared" / "data" / "jfleg_dev"
+JFLEG = Path(__file__).resolve().parents[3] / "shared" / "data" / "jfleg_dev"
 
 
 @pytest.mark.skipif(not (JFLEG / "dev.src").exists(), reason="shared JFLEG dev data not present")

@@ -8,44 +8,12 @@ from transformers import T5Config, T5ForConditionalGeneration
 
 from editspec.modeling import t5
 from editspec.errors import EditspecError
+from tests.helpers import random_batch, random_t5
 
 
 @pytest.fixture(autouse=True)
 def _one_thread():
     torch.set_num_threads(1)  # tiny models: a second thread only adds synchronisation (slow when busy)
-
-
-def random_t5(seed: int, vocab: int = 40, d_model: int = 32, layers: int = 2, heads: int = 4,
-              dtype: torch.dtype = torch.float64) -> T5ForConditionalGeneration:
-    """A random T5 whose greedy outputs vary (HF's init repeats one token forever): small
-    embeddings, large projections and a sharp relative position bias. float64 by default, so
-    that window passes and single steps cannot flip a near-tie."""
-    torch.manual_seed(seed)
-    cfg = T5Config(vocab_size=vocab, d_model=d_model, d_kv=d_model // heads, d_ff=2 * d_model,
-                   num_layers=layers, num_decoder_layers=layers, num_heads=heads, dropout_rate=0.0,
-                   decoder_start_token_id=0, pad_token_id=0, eos_token_id=1, tie_word_embeddings=False)
-    model = T5ForConditionalGeneration(cfg).to(dtype).eval()
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "relative_attention_bias" in name:
-                p.normal_(0, 8.0)
-            elif "shared" in name:
-                p.normal_(0, 0.1)
-            elif "layer_norm" not in name:
-                p.normal_(0, 2.0 / math.sqrt(p.shape[1]))
-    return model
-
-
-def random_batch(gen: torch.Generator, batch: int, vocab: int, min_len: int = 2, max_len: int = 12):
-    """Right-padded inputs ``ids + [EOS]`` of random lengths, and their attention mask."""
-    lengths = torch.randint(min_len, max_len + 1, (batch,), generator=gen).tolist()
-    ids = torch.zeros(batch, max(lengths), dtype=torch.long)
-    mask = torch.zeros_like(ids)
-    for i, n in enumerate(lengths):
-        ids[i, : n - 1] = torch.randint(2, vocab, (n - 1,), generator=gen)
-        ids[i, n - 1] = 1
-        mask[i, :n] = 1
-    return ids, mask
 
 
 def hf_ids(sequences: torch.Tensor, eos: int = 1) -> list[list[int]]:

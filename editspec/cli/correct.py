@@ -1,0 +1,95 @@
+"""``editspec correct``: a file (or stdin) corrected line by line into a file (or stdout), as text,
+a ``[-old-]{+new+}`` diff or JSON lines with character-offset edits."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from tqdm import tqdm
+
+from editspec.files import Line, atomic_output, open_input, read_blocks
+from editspec.text.diff import Correction
+
+RED, GREEN, RESET = "\x1b[31m", "\x1b[32m", "\x1b[0m"
+
+def format_diff(c: Correction, color: bool = False) -> str:
+    """``input`` with edits marked ``[-old-]{+new+}`` (wdiff style), coloured if asked."""
+    red, green, reset = (RED, GREEN, RESET) if color else ("", "", "")
+    parts, cursor = [], 0
+    for e in c.edits:
+        parts.append(c.input[cursor:e.start])
+        if e.original:
+            parts.append(f"{red}[-{e.original}-]{reset}")
+        if e.correction:
+            parts.append(f"{green}{{+{e.correction}+}}{reset}")
+        cursor = e.end
+    parts.append(c.input[cursor:])
+    return "".join(parts)
+
+
+def _use_color(args) -> bool:
+    if args.color != "auto":
+        return args.color == "always"
+    return args.output == "-" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def run_correct(args) -> int:
+    # imported here, not at the top: a missing or undecodable input fails before seconds of torch
+    from editspec.corrector import Corrector
+
+    stream = open_input(args.input)
+    try:
+        blocks = read_blocks(stream, args.input)
+        first = next(blocks, None)  # a non-UTF-8 start fails before the model loads
+        corrector = Corrector.from_pretrained(args.model, mode=args.mode, edit5=args.edit5, t5=args.t5,
+                                              device=args.device, batch_size=args.batch_size,
+                                              max_length=args.max_length,
+                                              max_edit_words=args.max_edit_words, rounds=args.rounds,
+                                              spelling=args.spelling, rescore=args.rescore)
+        total = os.fstat(stream.fileno()).st_size if args.input != "-" and Path(args.input).is_file() else None
+        bar = tqdm(total=total, unit="B", unit_scale=True, desc="correcting", file=sys.stderr,
+                   disable=args.no_progress or not sys.stderr.isatty(), dynamic_ncols=True)
+        done = 0
+        try:
+            with atomic_output(args.output) as out, bar:
+                color = _use_color(args)
+                # a UTF-8 byte order mark is not text: keep it out of the model, write it back
+                bom = first is not None and first[0].text.startswith("\ufeff")
+                if bom:
+                    first[0].text = first[0].text[1:]
+                for block in _chain(first, blocks):
+                    results = corrector.correct_detailed([line.text for line in block], progress=bar.update)
+                    lines = []
+                    for line, c in zip(block, results):
+                        if args.format == "jsonl":
+                            lines.append(json.dumps(c.as_dict(), ensure_ascii=False) + "\n")
+                        elif args.format == "diff":
+                            lines.append(format_diff(c, color) + line.ending)
+                        else:
+                            lines.append(c.output + line.ending)
+                    if bom and done == 0 and args.format != "jsonl":
+                        lines[0] = "\ufeff" + lines[0]
+                    out.write("".join(lines).encode("utf-8"))
+                    if args.output == "-":
+                        out.flush()
+                    done += sum(line.size for line in block)
+                    bar.n = done  # progress counted characters; resync to bytes read
+                    bar.refresh()
+        except BrokenPipeError:  # `editspec correct f | head`: the reader left, not an error
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            return 1
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+    return 0
+
+
+def _chain(first: list[Line] | None, rest: Iterable[list[Line]]) -> Iterator[list[Line]]:
+    if first is not None:
+        yield first
+    yield from rest

@@ -1,0 +1,121 @@
+"""Reading and writing text files for the commands: input lines in bounded blocks with their exact
+endings, and output written in full or not at all.
+
+    input     b"She go home.\r\nThey was late.\n" -> [Line("She go home.", "\r\n", 14),
+                                                       Line("They was late.", "\n", 15)]
+    output    atomic_output("out.txt"): a hidden temporary file beside out.txt, renamed over it at
+              the end; removed on any failure, Ctrl-C or SIGTERM
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Iterator
+
+from editspec.errors import EditspecError
+
+BLOCK_LINES, BLOCK_CHARS = 1000, 200_000  # lines corrected together (bounded memory, good batches)
+
+
+@dataclass
+class Line:
+    text: str
+    ending: str  # "\n", "\r\n" or "" (last line without newline)
+    size: int  # bytes in the input
+
+
+def open_input(name: str) -> IO[bytes]:
+    if name == "-":
+        return sys.stdin.buffer
+    path = Path(name)
+    if path.is_dir():
+        raise EditspecError(f"{name} is a directory, not a text file")
+    try:
+        return path.open("rb")
+    except FileNotFoundError as e:
+        raise EditspecError(f"{name}: no such file") from e
+    except OSError as e:
+        raise EditspecError(f"cannot read {name}: {e.strerror or e}") from e
+
+
+def read_blocks(stream: IO[bytes], name: str) -> Iterator[list[Line]]:
+    """Decoded lines in blocks; only ``\\n`` ends a line, ``\\r\\n`` is kept as the line's ending."""
+    block: list[Line] = []
+    chars = 0
+    for number, raw in enumerate(stream, 1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            where = "" if name == "-" else f"{name}: "
+            raise EditspecError(f"{where}line {number} is not UTF-8 text (byte 0x{raw[e.start]:02x} "
+                                f"at byte {e.start + 1} of the line)") from e
+        ending = "\r\n" if text.endswith("\r\n") else "\n" if text.endswith("\n") else ""
+        block.append(Line(text[: len(text) - len(ending)], ending, len(raw)))
+        chars += len(text)
+        if len(block) >= BLOCK_LINES or chars >= BLOCK_CHARS:
+            yield block
+            block, chars = [], 0
+    if block:
+        yield block
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (``kill``, a job scheduler) unwinds like Ctrl-C, so ``finally`` blocks run."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def atomic_output(name: str) -> Iterator[IO[bytes]]:
+    """stdout, or a file written in full or not at all: a temporary file in the same directory,
+    renamed over ``name`` at the end; on any failure, Ctrl-C or SIGTERM the temporary file is
+    removed."""
+    with _sigterm_as_interrupt():
+        if name == "-":
+            yield sys.stdout.buffer
+            sys.stdout.buffer.flush()
+            return
+        target = Path(name)
+        if target.is_dir():
+            raise EditspecError(f"output {name} is a directory")
+        folder = target.parent
+        if not folder.is_dir():
+            raise EditspecError(f"output folder {folder} does not exist")
+        try:
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+        except OSError as e:
+            raise EditspecError(f"cannot write in {folder}: {e.strerror or e}") from e
+        try:
+            with os.fdopen(fd, "wb") as f:
+                yield f
+                f.flush()
+                os.fsync(f.fileno())
+            if target.exists():
+                mode = target.stat().st_mode & 0o7777
+            else:  # what open() would have created
+                umask = os.umask(0)
+                os.umask(umask)
+                mode = 0o666 & ~umask
+            os.chmod(tmp, mode)
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise

@@ -1,0 +1,142 @@
+"""Loading checkpoints: which model a directory holds, a bundle's models, the device, and the EdiT5
+with the checks that tie a tokenizer to its model (the T5's are in ``editspec.modeling.t5``).
+
+A bundle directory holds ``edit5/`` and/or ``t5/`` (and ``t5-draft/``, a small T5 that ``editspec
+profile`` may time as another drafter), each the ``save_pretrained`` output of a model plus its
+tokenizer; a single checkpoint directory works too, its ``config.json`` ``model_type`` says which.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+from typing import Iterator
+
+import torch
+from transformers.utils import logging
+
+from editspec.errors import EditspecError
+from editspec.modeling.modeling_edit5 import EdiT5Model
+from editspec.modeling.t5 import default_device
+from editspec.tokenization.tokens import load_tokenizer, marker_ids
+
+DEFAULT_MODEL = Path(__file__).resolve().parents[1] / "models" / "default"
+EDIT5_TYPES = {"edit5"}
+T5_TYPES = {"t5"}
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise EditspecError(f"cannot read {path}: {e}") from e
+
+
+def model_type(path: str | os.PathLike) -> str:
+    """``edit5`` or ``t5``: what the checkpoint directory's config.json says it is."""
+    config = Path(path) / "config.json"
+    if not config.is_file():
+        raise EditspecError(f"{path} is not a model directory (no config.json)")
+    kind = _read_json(config).get("model_type")
+    if kind in EDIT5_TYPES:
+        return "edit5"
+    if kind in T5_TYPES:
+        return "t5"
+    raise EditspecError(f"{path} holds a {kind!r} model; editspec runs EdiT5 (edit5) and T5 (t5) models")
+
+
+def resolve_models(
+    model: str | os.PathLike | None = None, edit5: str | os.PathLike | None = None,
+    t5: str | os.PathLike | None = None,
+) -> tuple[str | None, str | None]:
+    """(EdiT5 checkpoint, T5 checkpoint) of a bundle or single checkpoint, ``edit5``/``t5``
+    overriding; the shipped bundle when nothing is given."""
+    found: dict[str, str | None] = {"edit5": None, "t5": None}
+    if model is None and edit5 is None and t5 is None:
+        model = DEFAULT_MODEL
+        if not any((model / k / "config.json").is_file() for k in found):
+            raise EditspecError(
+                f"no model installed: {model} holds no edit5/ or t5/ checkpoint; pass --model DIR "
+                "(a bundle with edit5/ and/or t5/, or one checkpoint directory)")
+    if model is not None:
+        root = Path(model)
+        if not root.exists():
+            raise EditspecError(f"model directory {root} does not exist")
+        if not root.is_dir():
+            raise EditspecError(f"model path {root} is not a directory")
+        if (root / "config.json").is_file():
+            found[model_type(root)] = str(root)
+        else:
+            for kind in found:
+                if (root / kind).is_dir():
+                    found[kind] = str(root / kind)
+            if not any(found.values()):
+                raise EditspecError(f"{root} is neither a model directory (no config.json) nor a "
+                                    "bundle (no edit5/ or t5/ inside)")
+    for kind, path in (("edit5", edit5), ("t5", t5)):
+        if path is None:
+            continue
+        if kind == "edit5" or Path(path).exists():  # a T5 may also be a hub id
+            actual = model_type(path)
+            if actual != kind:
+                raise EditspecError(f"{path} is a{'n EdiT5' if actual == 'edit5' else ' T5'} model, "
+                                    f"not {'an EdiT5' if kind == 'edit5' else 'a T5'} model")
+        found[kind] = str(path)
+    return found["edit5"], found["t5"]
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """The torch device asked for (default: t5.default_device), or a one-line error."""
+    if device is None:
+        return default_device()
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise EditspecError(f"unknown device {device!r}") from e
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise EditspecError(f"device {device!r} asked for, but CUDA is not available")
+    return dev
+
+
+def trained_length(path: str | None) -> int | None:
+    info = Path(path) / "training.json" if path else None
+    if info is not None and info.is_file():
+        value = _read_json(info).get("max_length")
+        return int(value) if value else None
+    return None
+
+
+@contextlib.contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """No "Loading weights" bars or advisory warnings while loading: a corrector's output is
+    the text; real problems raise."""
+    verbosity, bars = logging.get_verbosity(), logging.is_progress_bar_enabled()
+    logging.set_verbosity_error()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        logging.set_verbosity(verbosity)
+        if bars:
+            logging.enable_progress_bar()
+
+
+def load_edit5(path: str, device: torch.device):
+    """An EdiT5 checkpoint in eval mode, and its tokenizer (a one-line error if it is broken)."""
+    model_type(path)
+    try:
+        model = EdiT5Model.from_pretrained(path, dtype=torch.float32)  # shipped bf16, computed fp32
+    except Exception as e:  # missing/corrupt weights, wrong shapes
+        raise EditspecError(f"cannot load an EdiT5 model from {path}: {str(e).splitlines()[0]}") from e
+    tok = load_tokenizer(path)
+    if len(tok) > model.config.vocab_size:
+        raise EditspecError(f"tokenizer at {path} has {len(tok)} tokens but the model only "
+                            f"{model.config.vocab_size}: they do not belong together")
+    if not marker_ids(tok):
+        raise EditspecError(f"tokenizer at {path} has no <extra_id_N> markers, which EdiT5 needs")
+    if tok.eos_token_id != model.config.eos_token_id:
+        raise EditspecError(f"tokenizer at {path} has EOS id {tok.eos_token_id}, the model "
+                            f"{model.config.eos_token_id}")
+    return model.to(device).eval(), tok

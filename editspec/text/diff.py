@@ -1,0 +1,92 @@
+"""The character diff of a text and its correction: word-level edits at source character offsets.
+
+    source   "She go to school every days."
+    target   "She goes to school every day."
+    units    She| |go| |to| |school| |every| |days|.      (words, whitespace runs, punctuation)
+    LCS      Indel opcodes on the units; consecutive changed units are one edit
+    edits    Edit(4, 6, "go", "goes"), Edit(24, 28, "days", "day")
+
+``apply(source, edits)`` is the inverse (``apply(s, diff(s, t)) == t``), and with a subset of the
+edits gives the text in between: the guard, made-up-word check and rescoring undo edits that way.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Sequence
+
+from rapidfuzz.distance import Indel
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One change: ``input[start:end]`` (character offsets) became ``correction``."""
+
+    start: int
+    end: int
+    original: str
+    correction: str
+
+
+@dataclass(frozen=True)
+class Correction:
+    input: str
+    output: str
+    edits: list[Edit] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"input": self.input, "output": self.output, "edits": [asdict(e) for e in self.edits]}
+
+
+_WORDS = re.compile(r"\s+|\w+|[^\w\s]")
+
+
+def diff(source: str, target: str) -> list[Edit]:
+    """Word-level edits turning ``source`` into ``target``, as source character offsets.
+
+    Words, whitespace runs and single punctuation marks are the units of an exact LCS
+    (rapidfuzz Indel); a run of consecutive changed units is one edit. Word units keep an
+    edit readable ("go" -> "goes") where a character diff would give "" -> "es".
+    """
+    if source == target:
+        return []
+    src, tgt = _WORDS.findall(source), _WORDS.findall(target)
+    src_at = [0]
+    for w in src:
+        src_at.append(src_at[-1] + len(w))
+    edits: list[Edit] = []
+    pending: list[int] | None = None  # [src_start, src_end, tgt_start, tgt_end] in units
+    for op in Indel.opcodes(src, tgt):
+        if op.tag == "equal":
+            if pending:
+                edits.append(_edit(src, tgt, src_at, pending))
+                pending = None
+        elif pending is None:
+            pending = [op.src_start, op.src_end, op.dest_start, op.dest_end]
+        else:
+            pending[1], pending[3] = op.src_end, op.dest_end
+    if pending:
+        edits.append(_edit(src, tgt, src_at, pending))
+    return edits
+
+
+def apply(source: str, edits: Sequence[Edit]) -> str:
+    """``source`` with ``edits`` (source offsets, in order, not overlapping) made: the inverse of
+    ``diff`` (``apply(s, diff(s, t)) == t``), and with a subset of them, the text in between."""
+    parts, cursor = [], 0
+    for e in edits:
+        parts += [source[cursor:e.start], e.correction]
+        cursor = e.end
+    return "".join(parts) + source[cursor:]
+
+
+def _edit(src: list[str], tgt: list[str], src_at: list[int], span: list[int]) -> Edit:
+    a, b, c, d = span
+    return Edit(src_at[a], src_at[b], "".join(src[a:b]), "".join(tgt[c:d]))
+
+
+def edit_size(edit: Edit) -> int:
+    """Words and punctuation marks (``diff``'s units, spaces not counted) on the longer side of
+    an edit ("go" -> "goes": 1)."""
+    return max(sum(not u.isspace() for u in _WORDS.findall(side)) for side in (edit.original, edit.correction))

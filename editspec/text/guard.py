@@ -1,0 +1,85 @@
+"""Checks on a model's output that undo its edits: the guard and the made-up-word check.
+
+    guard       "I like it and a lot , but I think that and a lot , but I think that ..." (a model
+                that lost its place): one edit rewrites more than ``max_edit_words`` words, so the
+                sentence is kept as written
+    real_words  "The beef was good." -> "The beingef was good.": "beingef" is a word neither the
+                source holds nor a dictionary knows, so that edit is undone
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from editspec.text.diff import apply, diff, edit_size
+
+
+def guard(source: str, output: str, max_edit_words: int) -> str:
+    """``output``, or ``source`` when one edit of ``diff(source, output)`` spans more than
+    ``max_edit_words`` words (0: no guard).
+
+    A small seq2seq model that loses its place in a sentence repeats a phrase until the length
+    limit or skips half the sentence; the rest of such an output is unreliable too, so the
+    whole sentence is kept as written. The limit is chosen on FCE dev by ``eval/tune_guard.py``
+    and stored with the model; reports/models.md ("The guard") has what it does to the shipped T5's scores.
+    """
+    if max_edit_words and any(edit_size(e) > max_edit_words for e in diff(source, output)):
+        return source
+    return output
+
+
+# ASCII letters, joined by apostrophes or hyphens, touching no other letter, digit, apostrophe or
+# hyphen: "beingef", "doesn't", "well-known", "Lunds'" (not "café", "3rd")
+LETTER_WORD = re.compile(r"(?<![\w'’-])[A-Za-z]+(?:['’-][A-Za-z]+)*['’]?(?![\w'’-])")
+POSSESSIVE = re.compile(r"'s?$")
+
+
+def real_words(source: str, output: str, knows: Callable[[str], bool]) -> str:
+    """``output`` with each edit of ``diff(source, output)`` undone that writes a word which
+    ``source`` does not hold and ``knows`` does not know ("beef" -> "beingef", "Candide" -> "Canide").
+
+    A small model builds words from sub-word pieces and now and then glues a wrong piece to a
+    right one; none of the shipped models' edits that wrote such a word was right on W&I dev, FCE
+    test, CoNLL-2013 or JFLEG dev (reports/models.md, "Spelling"; ``eval/made_up_words.py``). A word is a
+    ``LETTER_WORD`` of the output, so an edit of part of one ("don" -> "doesn" in "doesn't") is
+    judged by the whole; one ``knows`` does not know whole is judged by its parts without a
+    possessive ("Canide's" -> "Canide", "worldold-wide" -> "worldold", "wide").
+    """
+    unknown = made_up_words(source, output, knows)  # most outputs have none: no diff to make
+    if not unknown:
+        return output
+    edits = diff(source, output)
+    kept, shift = [], 0  # shift: where source offsets are in the output, edits before made
+    for e in edits:
+        start = e.start + shift
+        end = start + len(e.correction)
+        shift += len(e.correction) - (e.end - e.start)
+        if not any(a <= end and b >= start for a, b in unknown):  # a word the edit wrote or touches
+            kept.append(e)
+    if len(kept) == len(edits):
+        return output
+    # the edits left can meet in a new made-up word ("is" + "'t"): judge again (fewer edits each time)
+    return real_words(source, apply(source, kept), knows)
+
+
+def made_up_words(source: str, text: str, knows: Callable[[str], bool]) -> list[tuple[int, int]]:
+    """The spans of the ``LETTER_WORD`` of ``text`` that neither ``source`` holds nor ``knows``
+    knows, whole or by its parts without a possessive (see ``real_words``)."""
+    written = {w for word in LETTER_WORD.findall(source) for w in (_lower(word), *_parts(word))}
+
+    def made_up(word: str) -> bool:
+        return _lower(word) not in written and not knows(_lower(word)) and \
+            not all(part in written or knows(part) for part in _parts(word))
+
+    return [m.span() for m in LETTER_WORD.finditer(text) if made_up(m.group())]
+
+
+def _lower(word: str) -> str:
+    return word.replace("’", "'").lower()
+
+
+def _parts(word: str) -> list[str]:
+    """The words ``word`` joins, in lower case, without a possessive: "Lunds'" -> "lunds";
+    "Well-known" -> "well", "known"."""
+    return [p for p in POSSESSIVE.sub("", _lower(word)).split("-") if p]

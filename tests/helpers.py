@@ -1,0 +1,79 @@
+"""Plain helpers shared by test modules (fixtures live in conftest.py): generated learner-like
+sentences, a random T5 whose greedy outputs vary, random padded batches, corrupted pairs."""
+
+import math
+import random
+
+import torch
+from transformers import T5Config, T5ForConditionalGeneration
+
+SUBJECTS = ["I", "You", "He", "She", "We", "They", "The cat", "My friend", "The teacher", "Our class"]
+VERBS = ["like", "likes", "liked", "go", "goes", "went", "see", "saw", "play", "played", "want", "wanted"]
+OBJECTS = ["the park", "a book", "an apple", "school", "music", "the dogs", "football", "the city",
+           "my homework", "some water", "the old house", "a new car"]
+TAILS = [".", " yesterday.", " every day.", " on Monday.", " with friends.", "!", " in the morning.",
+         ", but it rained.", " because it is fun."]
+
+
+def sentences(n: int, seed: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    return [f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)}{rng.choice(TAILS)}"
+            for _ in range(n)]
+
+
+def random_t5(seed: int, vocab: int = 40, d_model: int = 32, layers: int = 2, heads: int = 4,
+              dtype: torch.dtype = torch.float64) -> T5ForConditionalGeneration:
+    """A random T5 whose greedy outputs vary (HF's init repeats one token forever): small
+    embeddings, large projections and a sharp relative position bias. float64 by default, so
+    that window passes and single steps cannot flip a near-tie."""
+    torch.manual_seed(seed)
+    cfg = T5Config(vocab_size=vocab, d_model=d_model, d_kv=d_model // heads, d_ff=2 * d_model,
+                   num_layers=layers, num_decoder_layers=layers, num_heads=heads, dropout_rate=0.0,
+                   decoder_start_token_id=0, pad_token_id=0, eos_token_id=1, tie_word_embeddings=False)
+    model = T5ForConditionalGeneration(cfg).to(dtype).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "relative_attention_bias" in name:
+                p.normal_(0, 8.0)
+            elif "shared" in name:
+                p.normal_(0, 0.1)
+            elif "layer_norm" not in name:
+                p.normal_(0, 2.0 / math.sqrt(p.shape[1]))
+    return model
+
+
+def random_batch(gen: torch.Generator, batch: int, vocab: int, min_len: int = 2, max_len: int = 12):
+    """Right-padded inputs ``ids + [EOS]`` of random lengths, and their attention mask."""
+    lengths = torch.randint(min_len, max_len + 1, (batch,), generator=gen).tolist()
+    ids = torch.zeros(batch, max(lengths), dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for i, n in enumerate(lengths):
+        ids[i, : n - 1] = torch.randint(2, vocab, (n - 1,), generator=gen)
+        ids[i, n - 1] = 1
+        mask[i, :n] = 1
+    return ids, mask
+
+
+REPLACE = {"went": "go", "likes": "like", "saw": "see", "played": "play", "a": "an", "the": "a"}
+
+
+def corrupt(text: str, rng: random.Random, kind: str) -> str:
+    """A learner-like error in a clean sentence: the model must undo it."""
+    w = text.split()
+    i = rng.randrange(1, len(w) - 1)
+    if kind == "delete":  # a missing word: the model inserts it
+        del w[i]
+    elif kind == "insert":  # an extra word: the model deletes it
+        w.insert(i, rng.choice(["the", "very", "to"]))
+    elif kind == "swap":  # two words swapped: the pointer network moves one back
+        w[1], w[2] = w[2], w[1]  # not the first word: see the report on render() and moves
+    elif kind == "replace":
+        j = next((k for k, x in enumerate(w) if x in REPLACE), i)
+        w[j] = REPLACE.get(w[j], "xyz")
+    return " ".join(w)
+
+
+def pairs(n: int = 20, seed: int = 1) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    kinds = ["delete", "insert", "swap", "replace", "same"]
+    return [(corrupt(t, rng, kinds[k % 5]), t) for k, t in enumerate(sentences(n, seed))]
