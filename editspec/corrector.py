@@ -42,11 +42,14 @@ from ``training/train.py``, else 128 tokens with EOS, the paper's sequence lengt
 from __future__ import annotations
 
 import os
+from dataclasses import replace
+from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 import torch
 
 from editspec.decoding import rescoring, speculative
+from editspec.config import CorrectorConfig
 from editspec.errors import EditspecError
 from editspec.modeling import t5
 from editspec.modeling import loading
@@ -55,12 +58,11 @@ from editspec.modeling.loading import (load_edit5, quiet_transformers, resolve_d
 from editspec.modeling.t5 import load_t5
 from editspec.text import segment
 from editspec.text.diff import Correction, diff
-from editspec.text.guard import guard, real_words
+from editspec.text.guard import guard, keep_unreadable, real_words
 from editspec.text.spelling import load_speller, respell_all
 from editspec.tokenization.edits import realize_aligned
-from editspec.tokenization.tokens import encode, marker_ids, render, render_ids
+from editspec.tokenization.tokens import encode, marker_ids, render, render_ids, unreadable
 
-MODES = ("edit5", "t5", "speculative")
 NEEDS = {"edit5": ("edit5",), "t5": ("t5",), "speculative": ("edit5", "t5")}
 DEFAULT_MAX_LENGTH = 128  # model input tokens with EOS, when the checkpoint does not say
 EDIT5_TYPES = {"edit5"}
@@ -74,15 +76,12 @@ class Corrector:
 
     def __init__(self, mode: str, edit5=None, edit5_tokenizer=None, t5=None, t5_tokenizer=None,
                  batch_size: int = 16, max_length: int | None = None, paths: dict | None = None,
-                 max_edit_words: int = 0, rounds: int = 1, spelling: bool = False, rescore: bool = False):
-        if mode not in MODES:
-            raise EditspecError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+                 max_edit_words: int = 0, rounds: int = 1, spelling: bool = False, rescore: bool = False,
+                 prefix: str = ""):
+        # validates the settings (one-line errors); kept as attributes that callers may change
+        CorrectorConfig(mode, max_edit_words, rounds, spelling, rescore, prefix)
         if batch_size < 1:
             raise EditspecError("batch size must be at least 1")
-        if max_edit_words < 0:
-            raise EditspecError("max edit words must be 0 (no guard) or more")
-        if rounds < 1:
-            raise EditspecError("rounds must be 1 or more")
         need = NEEDS[mode]
         have = {"edit5": edit5, "t5": t5}
         missing = [k for k in need if have[k] is None]
@@ -91,18 +90,18 @@ class Corrector:
                                 f"missing: {', '.join(missing)}")
         self.mode, self.batch_size, self.paths = mode, batch_size, paths or {}
         self.max_edit_words, self.rounds, self.spelling = max_edit_words, rounds, spelling
-        self.rescore = rescore
+        self.rescore, self.prefix = rescore, prefix
         self.guarded = 0  # units the guard has kept as written, over this corrector's life
         self.unreal = 0  # units with an edit undone for a made-up word (``real_words``), likewise
         self.edit5, self.edit5_tokenizer = (edit5, edit5_tokenizer) if "edit5" in need else (None, None)
         self.t5, self.t5_tokenizer = (t5, t5_tokenizer) if "t5" in need else (None, None)
         self.markers = marker_ids(self.edit5_tokenizer) if self.edit5 is not None else []
         # the models' own limits, then the training length (chunks never exceed any of them)
-        self.limits: list[tuple[object, int]] = []  # (tokenizer, max ids without EOS)
+        self.max_ids: list[tuple[object, int]] = []  # (tokenizer, max ids without EOS)
         if self.t5 is not None:
-            self.limits.append((self.t5_tokenizer, self._max_ids(max_length, "t5")))
+            self.max_ids.append((self.t5_tokenizer, self._max_ids(max_length, "t5")))
         if self.edit5 is not None:
-            self.limits.append((self.edit5_tokenizer, self._max_ids(max_length, "edit5")))
+            self.max_ids.append((self.edit5_tokenizer, self._max_ids(max_length, "edit5")))
         # the drafter reads the verifier's ids when both share one vocabulary (the normal case)
         self.shared_vocab = (self.mode == "speculative" and
                              self.edit5_tokenizer.get_vocab() == self.t5_tokenizer.get_vocab())
@@ -114,34 +113,48 @@ class Corrector:
             length = min(length, self.edit5.config.max_order_positions - 1, len(self.markers))
         return max(2, length - 1)
 
+    @property
+    def limits(self) -> list[tuple[object, int]]:
+        """(tokenizer, max ids without EOS) per model: a unit's chunks fit each of them, the T5's
+        with the prefix before them."""
+        if not self.prefix or self.t5 is None:
+            return self.max_ids
+        (tok, max_ids), *rest = self.max_ids
+        return [(tok, max(1, max_ids - len(encode(tok, [self.prefix])[0].ids))), *rest]
+
     @classmethod
     def from_pretrained(
         cls, model: str | os.PathLike | None = None, mode: str | None = None,
         edit5: str | os.PathLike | None = None, t5: str | os.PathLike | None = None,
         device: str | torch.device | None = None, batch_size: int = 16, max_length: int | None = None,
         max_edit_words: int | None = None, rounds: int | None = None, spelling: bool | None = None,
-        rescore: bool | None = None,
+        rescore: bool | None = None, prefix: str | None = None,
     ) -> "Corrector":
         """Load a bundle (``DIR/edit5``, ``DIR/t5``) or one checkpoint; default: the shipped bundle.
 
-        ``mode`` defaults to ``speculative`` when both models are present, else the one present.
-        ``max_length`` (model input tokens with EOS) overrides the checkpoint's training length.
-        ``max_edit_words`` (see ``guard``; 0 turns it off) defaults to the ``max_edit_words`` in
-        the config.json of the model whose output is returned (``eval/tune_guard.py --write``
-        puts it there), else 0: a checkpoint of your own gives its raw output. ``rounds`` (see
-        ``correct_rounds``), ``spelling`` (``editspec.spelling``, and ``real_words``) and ``rescore``
-        (``editspec.rescoring``) default in the same way to that config's ``rounds``,
-        ``spelling`` and ``rescore``, else 1, off and off.
+        ``mode``, ``max_edit_words``, ``rounds``, ``spelling``, ``rescore`` and ``prefix`` (see
+        ``CorrectorConfig``) default to the ``corrector_config.json`` of ``model`` (a bundle or a
+        checkpoint; without ``model``, of the shipped bundle, or of the output model's directory
+        when ``t5``/``edit5`` are given), else to ``CorrectorConfig``'s defaults: a checkpoint of
+        your own gives its raw output. Without a mode there, ``speculative`` when both models are
+        present, else the one present. ``max_length`` (model input tokens with EOS) overrides the
+        checkpoint's training length.
         """
         if batch_size < 1:
             raise EditspecError("batch size must be at least 1")
         if max_length is not None and max_length < 3:
             raise EditspecError("max length must be at least 3 tokens (with EOS)")
         edit5_path, t5_path = resolve_models(model, edit5, t5)
-        if mode is None:
-            mode = "speculative" if edit5_path and t5_path else "edit5" if edit5_path else "t5"
-        if mode not in MODES:
-            raise EditspecError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+        if model is not None:
+            where = Path(model)
+        elif edit5 is None and t5 is None:
+            where = loading.DEFAULT_MODEL
+        else:  # the output model's directory (a T5 may be a hub id: no settings then)
+            where = Path(t5_path if t5_path and (mode or "speculative") != "edit5" else edit5_path)
+        config = CorrectorConfig.from_pretrained(where).replace(
+            mode=mode, max_edit_words=max_edit_words, rounds=rounds, spelling=spelling, rescore=rescore,
+            prefix=prefix)
+        mode = config.mode or ("speculative" if edit5_path and t5_path else "edit5" if edit5_path else "t5")
         paths = {"edit5": edit5_path, "t5": t5_path}
         for kind in NEEDS[mode]:
             if paths[kind] is None:
@@ -155,18 +168,14 @@ class Corrector:
                 loaded["edit5"], loaded["edit5_tokenizer"] = load_edit5(edit5_path, dev)
             if "t5" in NEEDS[mode]:
                 loaded["t5"], loaded["t5_tokenizer"] = load_t5(t5_path, device=dev)
-        output_config = (loaded["t5"] if "t5" in loaded else loaded["edit5"]).config
-        if max_edit_words is None:
-            max_edit_words = getattr(output_config, "max_edit_words", 0)
-        if rounds is None:
-            rounds = getattr(output_config, "rounds", 1)
-        if spelling is None:
-            spelling = getattr(output_config, "spelling", False)
-        if rescore is None:
-            rescore = getattr(output_config, "rescore", False)
         return cls(mode, batch_size=batch_size, max_length=max_length, paths=paths,
-                   max_edit_words=int(max_edit_words), rounds=int(rounds), spelling=bool(spelling),
-                   rescore=bool(rescore), **loaded)
+                   max_edit_words=config.max_edit_words, rounds=config.rounds, spelling=config.spelling,
+                   rescore=config.rescore, prefix=config.prefix, **loaded)
+
+    @property
+    def config(self) -> CorrectorConfig:
+        """The run-time settings now in force (``save_pretrained`` stores them with a bundle)."""
+        return CorrectorConfig(self.mode, self.max_edit_words, self.rounds, self.spelling, self.rescore, self.prefix)
 
     @property
     def device(self) -> torch.device:
@@ -181,11 +190,6 @@ class Corrector:
     def output_model(self):
         """The model whose output is returned."""
         return getattr(self, self.output_kind)
-
-    @property
-    def output_path(self) -> str | os.PathLike | None:
-        """The directory of the output model (where the tuning scripts store a setting)."""
-        return self.paths[self.output_kind]
 
     @property
     def tokenizer(self):
@@ -245,10 +249,12 @@ class Corrector:
             yield out
 
     def _correct_round(self, units: Sequence[str], progress: Callable[[int], None] | None) -> list[str]:
-        encoded = encode(self.tokenizer, units)
+        # the T5 reads the prefix as part of its source; rendering copies only what it outputs
+        prefix = self.prefix if self.t5 is not None else ""
+        encoded = encode(self.tokenizer, [prefix + u for u in units])
         out: list[str] = list(units)
-        fits = [len(e.ids) <= self.limits[0][1] for e in encoded]
-        for tok, max_ids in self.limits[1:]:
+        fits = [len(e.ids) <= self.max_ids[0][1] for e in encoded]  # the prefix included
+        for tok, max_ids in self.max_ids[1:]:
             fits = [f and len(e.ids) <= max_ids for f, e in zip(fits, encode(tok, units))]
         # longest first; a unit over the limit (one character that NFKC makes many tokens) stays
         order = sorted((i for i in range(len(units)) if fits[i]), key=lambda i: -len(encoded[i].ids))
@@ -257,6 +263,8 @@ class Corrector:
         for start in range(0, len(order), self.batch_size):
             batch = order[start:start + self.batch_size]
             for i, text in zip(batch, self._correct_batch([encoded[i] for i in batch])):
+                # no edit of what the model cannot read (offsets in the unit: the prefix is not in it)
+                text = keep_unreadable(units[i], text, {k - len(prefix) for k in unreadable(self.tokenizer, encoded[i])})
                 out[i] = guard(units[i], text, self.max_edit_words)
                 self.guarded += out[i] != text
                 if self.spelling:  # the dictionary of the spelling step: no made-up words either
@@ -285,6 +293,8 @@ class Corrector:
         ids, mask = self._inputs(encoded, tok.eos_token_id, tok.pad_token_id)
         longest = ids.shape[1]
         edits = self.edit5.generate_edits(ids, mask, max_insertion_tokens=max(32, longest + 16))
+        # each row's own limit, as if alone: a row's output never depends on the batch
+        edits = [replace(ed, insertions=ed.insertions[:max(32, len(e.ids) + 17)]) for e, ed in zip(encoded, edits)]
         return [realize_aligned(e.ids, ed, self.markers, tok.eos_token_id) for e, ed in zip(encoded, edits)]
 
     def _correct_batch(self, encoded) -> list[str]:
@@ -300,7 +310,8 @@ class Corrector:
             else:
                 outputs, _ = speculative.speculative_generate(
                     self.t5, ids, mask, self._drafter(encoded), max_new_tokens=max_new, tokenizer=tok)
-        return [render_ids(tok, e, out) for e, out in zip(encoded, outputs)]
+        # each row's own limit, as if alone: a row's output never depends on the batch
+        return [render_ids(tok, e, out[:2 * len(e.ids) + 18]) for e, out in zip(encoded, outputs)]
 
     def _drafter(self, encoded) -> speculative.Drafter:
         if self.shared_vocab:  # EdiT5 reads T5's input ids

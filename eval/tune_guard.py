@@ -1,6 +1,6 @@
 """Pick the guard's ``max_edit_words`` on a dev set, and optionally store it with the model.
 
-    python eval/tune_guard.py editspec/models/default --m2 ../shared/data/fce/fce.dev.gold.bea19.m2 \
+    python -m eval.tune_guard editspec/models/default --m2 ../shared/data/fce/fce.dev.gold.bea19.m2 \
         [--mode speculative] [--limits 0 1 2 3 4 5 6 8 10] [--write]
 
 The guard (``editspec.corrector.guard``) keeps a sentence as written when the model's output
@@ -12,10 +12,10 @@ made-up-word check after it), scores each with ERRANT as
 ``editspec eval`` does, and prints P/R/F0.5, the number of units kept as written, and what the
 guard would cost a perfect corrector: the share of gold-corrected sentences (annotator 0, whole
 sentences) it would keep as written. ``--write`` stores the
-best N as ``max_edit_words`` in the config.json of the model whose output is returned (T5 in
-modes t5 and speculative, EdiT5 in mode edit5), which ``Corrector.from_pretrained`` reads. It
+best N as ``max_edit_words`` in the bundle's ``corrector_config.json``, which
+``Corrector.from_pretrained`` reads. It
 tunes one round of correction, without rescoring, which comes after the guard
-(``eval/tune_rounds.py`` tunes more rounds, with the guard it finds). Tune
+(``eval.tune_rounds`` tunes more rounds, with the guard it finds). Tune
 on a set you do not report (the README: FCE dev for tuning; W&I dev, FCE test, CoNLL-2013 and
 JFLEG dev reported).
 """
@@ -29,8 +29,10 @@ from editspec.text import segment
 from editspec.data.corpora import read_m2
 from editspec.corrector import Corrector
 from editspec.text.guard import guard, real_words
-from editspec.evaluation import ErrantEvaluator, correct_all
-from tuning import bundle_options, pick_best  # eval/tuning.py, beside this script
+from editspec.evaluation.errant import ErrantEvaluator
+from editspec.evaluation.run import correct_all
+from editspec.text.spelling import load_speller, respell_all
+from eval.tuning import bundle_options, pick_best
 
 
 def apply_guard(sources: list[str], spans: list[list[tuple[int, int]]], units: list[str],
@@ -58,8 +60,6 @@ def main() -> None:
     units = segment.unit_texts(evaluator.sources, spans)
     knows = None
     if corrector.spelling:  # the guard compares the model's output with its (respelled) input
-        from editspec.text.spelling import load_speller, respell_all
-
         units, corrector.spelling = respell_all(units, segment.places(evaluator.sources, spans)), False
         knows = load_speller().knows
     raw, seconds = correct_all(corrector.correct_units, units, args.batch_size * 4, progress=True,
@@ -77,7 +77,7 @@ def main() -> None:
         print(f"max_edit_words {limit:3d}: P {scores[limit][0]:.4f}  R {scores[limit][1]:.4f}  "
               f"F0.5 {scores[limit][2]:.4f}  TP {result.tp}  FP {result.fp}  units kept as written {held}  "
               f"gold corrections it would keep as written {gold_held:.1%}", flush=True)
-    pick_best(scores, "max_edit_words", len(evaluator), corrector.output_path if args.write else None)
+    pick_best(scores, "max_edit_words", len(evaluator), args.model if args.write else None)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,14 @@
 """Pick how many rounds of correction to run on a dev set, and optionally store it with the model.
 
-    python eval/tune_rounds.py editspec/models/default --m2 ../shared/data/fce/fce.dev.gold.bea19.m2 \
+    python -m eval.tune_rounds editspec/models/default --m2 ../shared/data/fce/fce.dev.gold.bea19.m2 \
         [--mode speculative] [--rounds 4] [--write]
 
 With ``rounds`` N, ``Corrector`` corrects the units that a round changed again, N rounds at most
 (``Corrector.correct_rounds``): "He go to school yesterday." may need "goes" before "went" is
 within the model's reach. This script runs the rounds once, scores the output after each with
 ERRANT as ``editspec eval`` does, and prints P/R/F0.5 and how many units each round changed.
-``--write`` stores the best N as ``rounds`` in the config.json of the model whose output is
-returned (T5 in modes t5 and speculative, EdiT5 in mode edit5), which
-``Corrector.from_pretrained`` reads. The guard applies in each round as the model's config sets
-it. Tune on a set you do not report (FCE dev; the README reports W&I dev, FCE test, CoNLL-2013
+``--write`` stores the best N as ``rounds`` in the bundle's ``corrector_config.json``, which
+``Corrector.from_pretrained`` reads. The guard applies in each round as that file sets it. Tune on a set you do not report (FCE dev; the README reports W&I dev, FCE test, CoNLL-2013
 and JFLEG dev).
 """
 
@@ -23,8 +21,8 @@ from tqdm import tqdm
 
 from editspec.text import segment
 from editspec.corrector import Corrector
-from editspec.evaluation import ErrantEvaluator
-from tuning import bundle_options, pick_best  # eval/tuning.py, beside this script
+from editspec.evaluation.errant import ErrantEvaluator
+from eval.tuning import bundle_options, pick_best
 
 
 def main() -> None:
@@ -32,7 +30,7 @@ def main() -> None:
     bundle_options(p)
     p.add_argument("--rounds", type=int, default=3, help="the most rounds to try")
     p.add_argument("--spelling", action=argparse.BooleanOptionalAction, default=None,
-                   help="the spelling step before the model (default: the model's config.json)")
+                   help="the spelling step before the model (default: the bundle's corrector_config.json)")
     args = p.parse_args()
 
     corrector = Corrector.from_pretrained(args.model, mode=args.mode, batch_size=args.batch_size,
@@ -55,7 +53,7 @@ def main() -> None:
             tqdm.write(f"rounds {n}: P {scores[n][0]:.4f}  R {scores[n][1]:.4f}  F0.5 {scores[n][2]:.4f}  "
                        f"TP {result.tp}  FP {result.fp}  units changed by this round {changed}  "
                        f"({time.perf_counter() - started:.0f} s)")
-    pick_best(scores, "rounds", len(evaluator), corrector.output_path if args.write else None)
+    pick_best(scores, "rounds", len(evaluator), args.model if args.write else None)
 
 
 if __name__ == "__main__":

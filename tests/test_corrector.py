@@ -24,6 +24,7 @@ from editspec import cli, files
 from editspec.modeling import loading
 from editspec.text import segment
 from editspec.cli.correct import format_diff
+from editspec.config import CorrectorConfig
 from editspec.corrector import Corrector
 from editspec.modeling.loading import resolve_models
 from editspec.text.diff import Correction, Edit, apply, diff, edit_size
@@ -200,14 +201,41 @@ def test_corrector_guards_each_unit(models, monkeypatch, tmp_path, tokenizer):
     assert c.correct([line]) == ["She goes home. I like a subject I like a subject."] and c.guarded == 1
 
     assert Corrector.from_pretrained(models / "bundle", device="cpu").max_edit_words == 0
-    model = tiny_t5(tokenizer)
-    model.config.max_edit_words = 3  # what eval/tune_guard.py --write stores
-    save(model, tokenizer, tmp_path / "t5")
-    assert json.loads((tmp_path / "t5" / "config.json").read_text())["max_edit_words"] == 3
+    save(tiny_t5(tokenizer), tokenizer, tmp_path / "t5")
+    CorrectorConfig(max_edit_words=3).save_pretrained(tmp_path / "t5")  # what eval/tune_guard.py --write stores
     assert Corrector.from_pretrained(edit5=models / "bundle" / "edit5", t5=tmp_path / "t5").max_edit_words == 3
+    assert Corrector.from_pretrained(tmp_path / "t5").max_edit_words == 3
     assert Corrector.from_pretrained(tmp_path / "t5", max_edit_words=0).max_edit_words == 0
     with pytest.raises(EditspecError, match="max edit words"):
         Corrector.from_pretrained(tmp_path / "t5", max_edit_words=-1)
+
+
+def test_corrector_config_round_trips_and_rejects_bad_files(tmp_path):
+    config = CorrectorConfig(mode="t5", max_edit_words=2, rounds=3, spelling=True, rescore=True, prefix="grammar: ")
+    config.save_pretrained(tmp_path)
+    assert CorrectorConfig.from_pretrained(tmp_path) == config
+    assert CorrectorConfig.from_pretrained(tmp_path / "nothing-here") == CorrectorConfig()
+    assert config.replace(rounds=None, spelling=False) == CorrectorConfig("t5", 2, 3, False, True, "grammar: ")
+    for text, message in (("[1, 2]", "JSON object"), ("{not json", "cannot read"), ('{"rounds": "2"}', "rounds must be int"),
+                          ('{"colour": 1}', "unknown setting"), ('{"mode": "bogus"}', "unknown mode"),
+                          ('{"spelling": 1}', "spelling must be bool"), ('{"rounds": 0}', "rounds must be 1")):
+        (tmp_path / "corrector_config.json").write_text(text)
+        with pytest.raises(EditspecError, match=message):
+            CorrectorConfig.from_pretrained(tmp_path)
+
+
+def test_prefix_is_read_by_the_t5_and_not_written(models, monkeypatch):
+    """A prefix goes before every T5 input (the model sees it), and the output is the unit's
+    correction without it; in edit5 mode there is no T5 to read it."""
+    seen = []
+    for mode, expected in (("t5", ["grammar: She go home.", "grammar: I like it."]), ("edit5", ["She go home.", "I like it."])):
+        c = Corrector.from_pretrained(models / "bundle", mode=mode, device="cpu", prefix="grammar: ", max_length=64)
+        assert c.config.prefix == "grammar: "
+        monkeypatch.setattr(c, "_correct_batch", lambda encoded: seen.extend(e.text for e in encoded) or
+                            [e.text.removeprefix("grammar: ").replace("go", "goes") for e in encoded])
+        assert c.correct(["She go home. I like it."]) == ["She goes home. I like it."]
+        assert sorted(seen) == sorted(expected)
+        seen.clear()
 
 
 def test_rounds_correct_again_only_what_the_last_round_changed(models, monkeypatch, tmp_path, tokenizer):
@@ -234,9 +262,8 @@ def test_rounds_correct_again_only_what_the_last_round_changed(models, monkeypat
     assert c.correct([line]) == ["He goes school. I like it. Yes."]
 
     assert Corrector.from_pretrained(models / "bundle", device="cpu").rounds == 1
-    model = tiny_t5(tokenizer)
-    model.config.rounds = 2  # what eval/tune_rounds.py --write stores
-    save(model, tokenizer, tmp_path / "t5")
+    save(tiny_t5(tokenizer), tokenizer, tmp_path / "t5")
+    CorrectorConfig(rounds=2).save_pretrained(tmp_path / "t5")  # what eval/tune_rounds.py --write stores
     assert Corrector.from_pretrained(edit5=models / "bundle" / "edit5", t5=tmp_path / "t5").rounds == 2
     assert Corrector.from_pretrained(tmp_path / "t5", rounds=3).rounds == 3
     with pytest.raises(EditspecError, match="rounds"):
@@ -356,262 +383,12 @@ def test_corrector_rescores_after_the_guard_with_the_output_model(models, monkey
         assert c.correct(["He go to home. I like it. Yes."]) == ["He goes to home. I like it. Yes."]
         assert scored == ["He goes to the home.", "He go to the home.", "He goes to home."]  # not the guarded unit
     assert Corrector.from_pretrained(models / "bundle", device="cpu").rescore is False
-    model = tiny_t5(tokenizer)
-    model.config.rescore = True  # as the shipped config.json says
-    save(model, tokenizer, tmp_path / "t5")
+    save(tiny_t5(tokenizer), tokenizer, tmp_path / "t5")
+    CorrectorConfig(rescore=True).save_pretrained(tmp_path / "t5")  # as the shipped bundle's says
     assert Corrector.from_pretrained(edit5=models / "bundle" / "edit5", t5=tmp_path / "t5").rescore is True
     assert Corrector.from_pretrained(tmp_path / "t5", rescore=False).rescore is False
     args = cli.build_parser().parse_args(["correct", "x.txt", "--no-rescore"])
     assert args.rescore is False
-
-
-def test_tune_guard_applies_the_guard_as_the_corrector_does(models):
-    """eval/tune_guard.py decodes once and guards per unit for each limit: the same outputs as a
-    Corrector with that limit (a random T5 rewrites freely, so every limit keeps some units)."""
-    sys.path.insert(0, str(ROOT / "eval"))
-    from tune_guard import apply_guard
-
-    lines = ["She go home. I like a subject.", "", "He go to school every days.", "Yes. No. Maybe so."]
-    raw = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", max_edit_words=0)
-    spans = segment.segment_lines(lines, raw.limits)
-    units = [text[a:b] for text, line in zip(lines, spans) for a, b in line]
-    outputs = raw.correct_units(units)
-    for limit in (0, 1, 2, 3):
-        guarded = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", max_edit_words=limit)
-        got, kept = apply_guard(lines, spans, units, outputs, limit)
-        assert got == guarded.correct(lines) and kept == guarded.guarded
-        assert (kept > 0) == (limit > 0)
-
-
-def test_tune_guard_undoes_made_up_words_after_the_guard_as_the_corrector_does(models):
-    """With the spelling step on, the corrector undoes made-up words after the guard: so does
-    eval/tune_guard.py (a random T5 glues sub-word pieces into words no dictionary knows)."""
-    sys.path.insert(0, str(ROOT / "eval"))
-    from tune_guard import apply_guard
-
-    from editspec.text.spelling import load_speller, respell_all
-
-    lines = ["She go home. I like a subject.", "He go to school every days.", "Yes. No. Maybe so.",
-             "Their is many peoples who thinks so.", "I has went to the the park yesterday."]
-    raw = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", max_edit_words=0)
-    spans = segment.segment_lines(lines, raw.limits)
-    units = respell_all(segment.unit_texts(lines, spans), segment.places(lines, spans))
-    outputs = raw.correct_units(units)
-    knows = load_speller().knows
-    undone = 0
-    for limit in (0, 2):
-        spelled = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", max_edit_words=limit,
-                                            spelling=True)
-        got, kept = apply_guard(lines, spans, units, outputs, limit, knows)
-        assert got == spelled.correct(lines) and kept == spelled.guarded
-        undone += spelled.unreal
-    assert undone > 0  # the check did undo something, so the equality tested it
-
-
-def test_tune_rounds_scores_each_round_as_the_corrector_outputs_it(models, tmp_path, monkeypatch, capsys):
-    """eval/tune_rounds.py prints one score per round, and on a gold set without edits its false
-    edits appear exactly when a Corrector with that many rounds changes a sentence."""
-    sys.path.insert(0, str(ROOT / "eval"))
-    import tune_rounds
-
-    m2 = tmp_path / "dev.m2"
-    m2.write_text("".join(f"S {s}\nA -1 -1|||noop|||-NONE-|||REQUIRED|||-NONE-|||0\n\n"
-                          for s in ["She go home .", "He go to school every days .", "Yes . No ."]))
-    monkeypatch.setattr(sys, "argv", ["tune_rounds.py", str(models / "bundle"), "--m2", str(m2), "--mode", "t5",
-                                      "--rounds", "3", "--no-spelling"])
-    tune_rounds.main()
-    out = capsys.readouterr().out
-    assert "spelling off" in out and "best rounds" in out
-    lines = [line for line in out.splitlines() if line.startswith("rounds ")]
-    assert [line.split(":")[0] for line in lines] == ["rounds 1", "rounds 2", "rounds 3"]
-    # noop gold: every edit is false, and the counts follow the corrector's outputs round by round
-    c = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", spelling=False)
-    for n, line in enumerate(lines, 1):
-        c.rounds = n
-        fixed = c.correct(["She go home.", "He go to school every days.", "Yes. No."])
-        changed = sum(f != s for f, s in zip(fixed, ["She go home.", "He go to school every days.", "Yes. No."]))
-        assert (" TP 0 " in line) and ((" FP 0 " in line) == (changed == 0)), line
-
-
-def test_distill_writes_the_teachers_outputs_and_resumes(models, tmp_path):
-    """training/distill.py: source.txt holds the M2 files' sources and target.txt the teacher
-    Corrector's outputs for them, line for line; a rerun reuses the parts already stored."""
-    sys.path.insert(0, str(ROOT / "training"))
-    import distill
-
-    (tmp_path / "data").mkdir()
-    for name, text in (("a.m2", ["She go home .", "He go to school every days ."]), ("b.m2", ["Yes . No ."])):
-        with open(tmp_path / "data" / name, "w", encoding="utf-8") as f:
-            f.writelines(f"S {s}\nA -1 -1|||noop|||-NONE-|||REQUIRED|||-NONE-|||0\n\n" for s in text)
-    out = tmp_path / "out"
-    argv = [str(models / "bundle"), "--m2", "a.m2", "b.m2", "--out", str(out), "--data-dir",
-            str(tmp_path / "data"), "--mode", "t5", "--batch-size", "4"]
-    distill.main(argv)
-    source = (out / "source.txt").read_text(encoding="utf-8").splitlines()
-    target = (out / "target.txt").read_text(encoding="utf-8").splitlines()
-    assert source == ["She go home.", "He go to school every days.", "Yes. No."]
-    teacher = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", batch_size=4)
-    assert target == teacher.correct(source) and target != source  # a random T5 rewrites
-    part = out / "parts" / "00000000.json"
-    stored = json.loads(part.read_text())
-    part.write_text(json.dumps({**stored, "target": ["kept"] * 3}))
-    distill.main(argv)
-    assert (out / "target.txt").read_text(encoding="utf-8").splitlines() == ["kept"] * 3
-
-
-def test_distill_writes_respelled_sources_when_the_teacher_respells(models, tmp_path, monkeypatch):
-    """With the spelling step on in the teacher, source.txt holds the respelled sentences the
-    teacher read (and the student will read at run time); target.txt the teacher's outputs."""
-    sys.path.insert(0, str(ROOT / "training"))
-    import distill
-
-    load = Corrector.from_pretrained
-    monkeypatch.setattr(distill.Corrector, "from_pretrained", lambda *a, **k: load(*a, spelling=True, **k))
-    (tmp_path / "data").mkdir()
-    (tmp_path / "data" / "a.m2").write_text("S I recieve your leter .\nA -1 -1|||noop|||-NONE-|||REQUIRED|||-NONE-|||0\n\n")
-    out = tmp_path / "out"
-    distill.main([str(models / "bundle"), "--m2", "a.m2", "--out", str(out), "--data-dir", str(tmp_path / "data"),
-                  "--mode", "t5", "--batch-size", "4"])
-    assert (out / "source.txt").read_text(encoding="utf-8").splitlines() == ["I receive your letter."]
-    teacher = load(models / "bundle", mode="t5", device="cpu", spelling=True)
-    assert (out / "target.txt").read_text(encoding="utf-8").splitlines() == teacher.correct(["I recieve your leter."])
-
-
-def test_distill_right_edits_leave_a_wrong_respelling_in_source_and_target(models, tmp_path, monkeypatch):
-    """--right-edits with the spelling step: a respelling is part of the source, not a teacher edit
-    to undo, so a wrong one ("complane" -> "compline") stays in both; undone in the target alone, the
-    student would learn to write the misspelling back."""
-    sys.path.insert(0, str(ROOT / "training"))
-    import distill
-
-    load = Corrector.from_pretrained
-
-    def teacher(*a, **k):  # respells, and its model changes nothing
-        c = load(*a, spelling=True, **k)
-        c._correct_batch = lambda encoded: [e.text for e in encoded]
-        return c
-
-    monkeypatch.setattr(distill.Corrector, "from_pretrained", teacher)
-    monkeypatch.setattr(distill, "synthetic_pairs", lambda *a: iter(
-        [{"source": "I will complane about it.", "target": "I will complain about it."}]))
-    out = tmp_path / "out"
-    distill.main([str(models / "bundle"), "--synthetic", "1", "--right-edits", "--out", str(out),
-                  "--data-dir", str(tmp_path), "--mode", "t5"])
-    assert (out / "source.txt").read_text(encoding="utf-8") == "I will compline about it.\n"
-    assert (out / "target.txt").read_text(encoding="utf-8") == "I will compline about it.\n"
-
-
-def test_distill_synthetic_sources_are_the_corrupted_wikipedia_lines(models, tmp_path):
-    """training/distill.py --synthetic N --skip K: the sources are pairs K..K+N of the chosen shard's
-    synthetic stream (``editspec.synthetic``, W&I train's rates), the targets the teacher's outputs."""
-    import lzma
-
-    from editspec.synthetic import WI_TRAIN_M2, WIKI_DIR, synthetic_pairs
-
-    sys.path.insert(0, str(ROOT / "training"))
-    import distill
-
-    data = tmp_path / "data"
-    (data / WIKI_DIR).mkdir(parents=True)
-    for k in range(2):
-        with lzma.open(data / WIKI_DIR / f"enwiki_sentences.{k:02d}.txt.xz", "wt", encoding="utf-8") as f:
-            f.writelines(f"The {w} of shard {k} was built in {1900 + i} by the town.\n"
-                         for i, w in enumerate(["bridge", "school", "church", "station", "mill", "hall"]))
-    (data / WI_TRAIN_M2).parent.mkdir(parents=True)
-    (data / WI_TRAIN_M2).write_text("S She go home .\nA 1 2|||R:VERB:SVA|||goes|||REQUIRED|||-NONE-|||0\n\n")
-    out = tmp_path / "out"
-    distill.main([str(models / "bundle"), "--synthetic", "3", "--skip", "2", "--shards", "1", "--seed", "5",
-                  "--out", str(out), "--data-dir", str(data), "--mode", "t5", "--batch-size", "4"])
-    gold = list(synthetic_pairs(data / WIKI_DIR, 5, [1], data / WI_TRAIN_M2))[2:5]
-    expected = [pair["source"] for pair in gold]
-    source = (out / "source.txt").read_text(encoding="utf-8").splitlines()
-    assert source == expected and len(source) == 3 and not any("shard 0" in s for s in source)
-    teacher = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", batch_size=4)
-    raw = teacher.correct(source)
-    assert (out / "target.txt").read_text(encoding="utf-8").splitlines() == raw
-    distill.main([str(models / "bundle"), "--synthetic", "3", "--skip", "2", "--shards", "1", "--seed", "5",
-                  "--out", str(out), "--data-dir", str(data), "--mode", "t5", "--right-edits"])
-    right = [distill.right_edits(s, t, pair["target"]) for s, t, pair in zip(source, raw, gold)]
-    assert (out / "target.txt").read_text(encoding="utf-8").splitlines() == right
-
-
-def test_right_edits_keeps_only_the_teachers_edits_the_clean_sentence_has():
-    """distill.right_edits on its docstring's example, and at the edges."""
-    sys.path.insert(0, str(ROOT / "training"))
-    from distill import right_edits
-
-    source = "Its was now mostly used in chidren's programming in commercials"
-    clean = "It was then mostly used in children's programming in commercials"
-    teacher = "It was now mostly used in chidlren's programming in commercials"
-    assert right_edits(source, teacher, clean) == "It was now mostly used in chidren's programming in commercials"
-    assert right_edits(source, clean, clean) == clean  # a perfect teacher keeps everything
-    assert right_edits(source, source, clean) == source  # a teacher that changes nothing
-    assert right_edits(source, teacher, source) == source  # a clean source: every edit is wrong
-
-
-def test_back_translate_pairs_sampled_sentences_with_the_clean_ones_reproducibly(models, tmp_path):
-    """training/back_translate.py: target.txt holds the usable clean sentences (4-60 words, no
-    character the tokenizer lacks) in order; source.txt the error model's samples, their edits
-    filtered by ``learner_errors``; the same seed gives the same samples, another seed others; with
-    the guard only samples within its limit stay, with --changed-only only pairs with an error left;
-    a rerun reuses the stored samples."""
-    from editspec.text.spelling import load_speller
-    from editspec.synthetic import WIKI_DIR
-
-    sys.path.insert(0, str(ROOT / "training"))
-    import back_translate
-
-    data = tmp_path / "data"
-    (data / WIKI_DIR).mkdir(parents=True)
-    lines = ["The cat went to the park yesterday.", "Too short.", "My friend saw 中文 in the city.",
-             "I played football with friends on Monday.", "We wanted some water in the morning.",
-             "The teacher liked the old house because it is fun."]
-    (data / WIKI_DIR / "enwiki_sentences.00.txt").write_text("".join(x + "\n" for x in lines), encoding="utf-8")
-    usable = [lines[0], lines[3], lines[4], lines[5]]
-
-    def run(out, *extra):
-        back_translate.main([str(models / "bundle" / "t5"), "--out", str(out), "--sentences", "3", "--skip", "1",
-                             "--shards", "0", "--data-dir", str(data), "--batch-size", "2", "--chunk", "2", *extra])
-        written = [(out / f"{name}.txt").read_text(encoding="utf-8").splitlines() for name in ("source", "target")]
-        samples = [x for part in sorted((out / "parts").iterdir()) for x in json.loads(part.read_text())["source"]]
-        return written, samples
-
-    knows = load_speller().knows
-    (source, target), samples = run(tmp_path / "a", "--max-edit-words", "0")
-    assert target == usable[1:4] and samples != target  # a random T5 rewrites
-    assert source == [back_translate.learner_errors(t, s, knows) for s, t in zip(samples, target)]
-    assert run(tmp_path / "b", "--max-edit-words", "0") == ([source, target], samples)
-    assert run(tmp_path / "c", "--max-edit-words", "0", "--seed", "1")[1] != samples
-    assert run(tmp_path / "b", "--max-edit-words", "0", "--seed", "1")[1] != samples  # stored samples of seed 0 redrawn
-    (guarded, kept), _ = run(tmp_path / "d", "--max-edit-words", "3")
-    within = [(back_translate.learner_errors(t, s, knows), t) for s, t in zip(samples, target) if guard(t, s, 3) == s]
-    assert len(within) < 3 and list(zip(guarded, kept)) == within
-    (changed, changed_target), _ = run(tmp_path / "e", "--max-edit-words", "0", "--changed-only")
-    assert changed and list(zip(changed, changed_target)) == [(s, t) for s, t in zip(source, target) if s != t]
-    part = tmp_path / "a" / "parts" / "00000000.json"
-    part.write_text(json.dumps({**json.loads(part.read_text()), "source": [target[0], target[1] + " the"]}))
-    assert run(tmp_path / "a", "--max-edit-words", "0")[0][0][:2] == [target[0], target[1] + " the"]
-
-
-@pytest.mark.parametrize("clean, sampled, kept", [
-    ("Maltose is released as the main product of starch degradation.",  # the module docstring's
-     "Maltose is released like the main product ofì prefect.",
-     "Maltose is released like the main product of starch degradation."),
-    ("It is an active parish church.", "It is an active Michelangelo church.", "It is an active parish church."),
-    ("I receive your letter.", "I recieve your leter.", "I recieve your leter."),  # misspellings
-    ("The booths have been demolished.", "The booths been demolish.", "The booths been demolish."),
-    ("However, she avoided it.", "however she avoided it", "however she avoided it"),  # case, punctuation
-    ("They both currently play.", "They bothover play.", "They both currently play."),
-])
-def test_learner_errors_keep_what_a_learner_could_write(clean, sampled, kept):
-    """back_translate.learner_errors: misspellings, forms of the same word, common words, case and
-    punctuation stay; a rare word replaced by another, or word salad, is undone."""
-    from editspec.text.spelling import load_speller
-
-    sys.path.insert(0, str(ROOT / "training"))
-    from back_translate import learner_errors
-
-    assert learner_errors(clean, sampled, load_speller().knows) == kept
 
 
 def test_identity_model_reproduces_every_line(identity):
@@ -900,7 +677,8 @@ def test_shipped_models_correct_the_sample(capsysbinary):
     lines = SAMPLE.read_text(encoding="utf-8").splitlines()
     spec = Corrector.from_pretrained(device="cpu")
     assert spec.mode == "speculative" and spec.t5.dtype == spec.edit5.dtype == torch.float32
-    assert spec.max_edit_words == spec.t5.config.max_edit_words > 0  # tuned, stored with the T5
+    assert spec.config == CorrectorConfig.from_pretrained(loading.DEFAULT_MODEL).replace(mode="speculative")  # tuned
+    assert spec.max_edit_words > 0 and "max_edit_words" not in spec.t5.config.to_dict()
     assert spec.spelling and spec.rounds == 1  # on FCE dev: spelling +9.9 F0.5, a second round -0.2
     assert spec.rescore  # on FCE dev +0.28 F0.5 for the T5 (reports/models.md, "Rescoring")
     outputs = spec.correct(lines)

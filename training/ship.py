@@ -1,14 +1,14 @@
 """Copy a trained model directory into the package's default bundle, in bf16.
 
-    python training/ship.py runs/t5-small/best editspec/models/default/t5
-    python training/ship.py runs/edit5-small/best editspec/models/default/edit5
+    python -m training.ship runs/t5-small/best editspec/models/default/t5
+    python -m training.ship runs/edit5-small/best editspec/models/default/edit5
 
 bf16 halves the size (the issue caps the shipped pair at 60 MB); loaders compute in fp32.
 The training metadata (training.json: step, dev score, max_length) travels with the weights.
-Replacing a shipped model keeps the run-time steps its ``config.json`` turned on or tuned
-(``RUN_TIME``: the guard, rounds, spelling, rescoring, the EdiT5's biases): they belong to the
-bundle, and a training checkpoint has none of them, so new weights would otherwise ship with the
-spelling step and rescoring silently off.
+Replacing a shipped model keeps the EdiT5 confidence biases its ``config.json`` was tuned to
+(``RUN_TIME``, set by ``eval/tune_confidence.py``): a training checkpoint has none. The bundle's
+other run-time settings (guard, rounds, spelling, rescoring) live in its ``corrector_config.json``
+beside the models, which shipping weights does not touch.
 """
 
 import argparse
@@ -23,7 +23,7 @@ from editspec.modeling.loading import model_type as checkpoint_type
 from editspec.modeling.modeling_edit5 import EdiT5Model
 from editspec.tokenization.tokens import load_tokenizer
 
-RUN_TIME = ("max_edit_words", "rounds", "spelling", "rescore", "keep_bias", "order_bias", "stop_bias")
+RUN_TIME = ("keep_bias", "order_bias", "stop_bias")
 
 
 def keep_run_time(dest: Path, config) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import lzma
 import os
 import random
 import shutil
@@ -15,14 +16,18 @@ from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import load_file
+from transformers import T5Config, T5ForConditionalGeneration, get_scheduler
 
+from editspec.modeling.modeling_edit5 import EdiT5Model
+from editspec.modeling.t5 import load_t5
+from editspec.tokenization.tokens import load_tokenizer, marker_ids
 from tests.helpers import sentences
+from training import average, ship
+from training import data_mixture as dm
+from training import train as T
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "training"))
-
-import data_mixture as dm  # noqa: E402
-import train as T  # noqa: E402
 
 TINY = REPO / "configs" / "t5-tiny-test.yaml"
 
@@ -132,18 +137,18 @@ def test_tiny_t5_learns_and_exports_best(tmp_path, data_dir, tokenizer_dir):
     assert dev_losses[-1] < dev_losses[0], dev_losses
     assert all(e["tokens_per_s"] > 0 for e in entries if "tokens_per_s" in e)
     # best/ is the checkpoint of the lowest dev loss, a plain model dir with its tokenizer
-    from editspec.modeling.t5 import load_t5
-
     model, tok = load_t5(out / "best", device="cpu")
     best = json.loads((out / "best" / "training.json").read_text())
     assert best["step"] == min((e for e in entries if "dev_loss" in e), key=lambda e: e["dev_loss"])["step"]
     assert len(tok) == model.config.vocab_size
-    # ... and it is the trained model: its dev loss is the logged one (eval/loss.py computes it)
-    sys.path.insert(0, str(REPO / "eval"))
-    from loss import loss_on
-
-    dev_loss, n = loss_on(out / "best", "dev.m2", TINY, data_dir)
-    assert n == 40 and dev_loss == pytest.approx(min(dev_losses), rel=1e-4)
+    # ... and it is the trained model: its dev loss, computed as training computes it, is the logged one
+    kind, cfg = T.ModelKind("t5"), T.load_config(TINY, [f"model.tokenizer={tokenizer_dir}"])
+    total = n = 0
+    with torch.no_grad():
+        for examples in T.build_dev(cfg, kind, tok, data_dir)["batches"]:
+            total += float(model.eval()(**kind.collate(examples, tok.pad_token_id)).loss) * len(examples)
+            n += len(examples)
+    assert n == 40 and total / n == pytest.approx(min(dev_losses), rel=1e-4)
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step-20", "step-30"]  # keep_last 2
 
 
@@ -166,8 +171,6 @@ def test_killed_run_resumes_exactly(tmp_path, data_dir, tokenizer_dir):
     assert sorted(a) == sorted(b) == list(range(1, 13))
     assert a == b
     assert len({h for h, _ in a.values()}) == 12
-    from safetensors.torch import load_file
-
     wa, wb = (load_file(tmp_path / r / "last" / "model.safetensors") for r in ("a", "b"))
     assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
 
@@ -178,11 +181,11 @@ def test_two_process_ddp_on_cpu(tmp_path, data_dir, tokenizer_dir):
     out = tmp_path / "ddp"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-           str(REPO / "training" / "train.py"), "--config", str(TINY), "--output-dir", str(out),
+           "-m", "training.train", "--config", str(TINY), "--output-dir", str(out),
            "--data-dir", str(data_dir), "--set", f"model.tokenizer={tokenizer_dir}", "--max-steps", "4",
            "--set", "train.save_every=2", "--set", "train.log_every=2", "--set", "train.eval_every=4",
            "--set", "train.log_batches=true"]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)  # a process group: a timeout ends the workers too
     try:
         _, stderr = proc.communicate(timeout=180)
@@ -199,15 +202,11 @@ def test_two_process_ddp_on_cpu(tmp_path, data_dir, tokenizer_dir):
     assert (ckpt / "random_states_0.pkl").is_file() and (ckpt / "random_states_1.pkl").is_file()
     state = json.loads((ckpt / "state.json").read_text())
     # the data position is that of 8 global batches: 2 processes x 4 steps
-    from editspec.tokenization.tokens import load_tokenizer
-
     cfg = T.load_config(TINY, [f"model.tokenizer={tokenizer_dir}"])
     kind = T.ModelKind("t5")
     mixture = T.build_mixture(cfg, kind, load_tokenizer(tokenizer_dir), data_dir, lambda msg: None)
     _, position = list(itertools.islice(mixture.batches(), 8))[-1]
     assert state["step"] == 4 and state["position"] == position.state_dict()
-    from safetensors.torch import load_file
-
     run(tmp_path / "single", data_dir, tokenizer_dir, "--max-steps", "4", "--set", "train.grad_accum=2",
         "--set", "train.eval_every=0")
     ddp, single = load_file(out / "last" / "model.safetensors"), load_file(tmp_path / "single" / "last" / "model.safetensors")
@@ -216,11 +215,6 @@ def test_two_process_ddp_on_cpu(tmp_path, data_dir, tokenizer_dir):
 
 def test_edit5_starts_from_a_t5_directory_and_learns(tmp_path, data_dir, tokenizer_dir):
     """Stage 2 with --init-from: EdiT5 takes a T5 model dir's encoder (its d_model, not the recipe's)."""
-    from transformers import T5Config, T5ForConditionalGeneration
-
-    from editspec.modeling.modeling_edit5 import EdiT5Model
-    from editspec.tokenization.tokens import load_tokenizer, marker_ids
-
     tok = load_tokenizer(tokenizer_dir)
     t5 = T5ForConditionalGeneration(T5Config(vocab_size=len(tok), d_model=48, d_kv=12, d_ff=96, num_layers=2,
                                              num_decoder_layers=2, num_heads=4, dropout_rate=0.0))
@@ -243,10 +237,6 @@ def test_edit5_starts_from_a_t5_directory_and_learns(tmp_path, data_dir, tokeniz
 def test_init_from_a_bf16_checkpoint_trains_fp32_with_the_recipes_dropout(tmp_path, tokenizer_dir):
     """A fine-tune from a shipped (bf16, dropout 0) T5: fp32 master weights, the recipe's dropout,
     the checkpoint's architecture and weights."""
-    from transformers import T5Config, T5ForConditionalGeneration
-
-    from editspec.tokenization.tokens import load_tokenizer
-
     tok = load_tokenizer(tokenizer_dir)
     t5 = T5ForConditionalGeneration(T5Config(vocab_size=len(tok), d_model=48, d_kv=12, d_ff=96, num_layers=2,
                                              num_decoder_layers=2, num_heads=4, dropout_rate=0.0))
@@ -261,8 +251,6 @@ def test_init_from_a_bf16_checkpoint_trains_fp32_with_the_recipes_dropout(tmp_pa
 
 def test_param_groups_speed_up_relative_position_biases():
     """Relative attention biases get their own lr (and no decay); every parameter is in one group."""
-    from transformers import T5Config, T5ForConditionalGeneration
-
     model = T5ForConditionalGeneration(T5Config(vocab_size=64, d_model=16, d_kv=4, d_ff=32, num_layers=1,
                                                 num_decoder_layers=1, num_heads=2))
     groups = T.param_groups(model, lr=1e-3, weight_decay=0.01, position_bias_lr_scale=10)
@@ -278,8 +266,6 @@ def test_param_groups_speed_up_relative_position_biases():
 
 def test_position_prior_points_heads_at_neighbours():
     """Encoder head 0 then attends mostly to the previous token and head 1 to the next one."""
-    from transformers import T5Config, T5ForConditionalGeneration
-
     model = T5ForConditionalGeneration(T5Config(vocab_size=64, d_model=16, d_kv=4, d_ff=32, num_layers=1,
                                                 num_decoder_layers=1, num_heads=2)).eval()
     assert T.add_position_prior(model, 8.0) == 2
@@ -304,10 +290,6 @@ def test_config_reads_exponent_floats(tmp_path):
 
 
 def test_average_is_the_elementwise_mean_and_loads(tmp_path):
-    from transformers import T5Config, T5ForConditionalGeneration
-
-    import average
-
     config = T5Config(vocab_size=64, d_model=16, d_kv=4, d_ff=32, num_layers=1, num_decoder_layers=1, num_heads=2)
     models = []
     for seed in (0, 1):
@@ -327,18 +309,13 @@ def test_average_is_the_elementwise_mean_and_loads(tmp_path):
 def test_ship_replaces_the_weights_and_keeps_the_bundles_run_time_steps(tmp_path, tokenizer_dir, monkeypatch):
     """New weights into a shipped bundle: bf16, the new weights, the old config.json's run-time steps
     (a training checkpoint has none, and shipping it as is turned spelling and rescoring off)."""
-    from transformers import T5Config, T5ForConditionalGeneration
-
-    import ship
-    from editspec.tokenization.tokens import load_tokenizer
-
     tok = load_tokenizer(tokenizer_dir)
     for seed, name in ((0, "old"), (1, "new")):
         torch.manual_seed(seed)
         model = T5ForConditionalGeneration(T5Config(vocab_size=len(tok), d_model=16, d_kv=4, d_ff=32, num_layers=1,
                                                     num_decoder_layers=1, num_heads=2))
         if name == "old":
-            model.config.update({"spelling": True, "rescore": True, "max_edit_words": 3})
+            model.config.update({"keep_bias": 0.5, "stop_bias": -1.0})
         model.save_pretrained(tmp_path / name)
         tok.save_pretrained(tmp_path / name)
     for src, dest in (("old", "bundle"), ("new", "bundle")):
@@ -348,13 +325,11 @@ def test_ship_replaces_the_weights_and_keeps_the_bundles_run_time_steps(tmp_path
     new = T5ForConditionalGeneration.from_pretrained(tmp_path / "new")
     assert shipped.dtype == torch.bfloat16 and torch.equal(shipped.shared.weight, new.shared.weight.bfloat16())
     settings = json.loads((tmp_path / "bundle" / "config.json").read_text())
-    assert (settings["spelling"], settings["rescore"], settings["max_edit_words"]) == (True, True, 3)
-    assert "rescore" not in json.loads((tmp_path / "new" / "config.json").read_text())
+    assert (settings["keep_bias"], settings["stop_bias"]) == (0.5, -1.0)
+    assert "keep_bias" not in json.loads((tmp_path / "new" / "config.json").read_text())
 
 
 def test_fit_schedule_ends_the_decay_with_the_time_budget():
-    from transformers import get_scheduler
-
     opt = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=1e-3)
     make = lambda total: get_scheduler("cosine", opt, num_warmup_steps=10, num_training_steps=total)  # noqa: E731
     sched = make(100_000)
@@ -385,8 +360,6 @@ def test_time_budget_stops_a_run_and_exports(tmp_path, data_dir, tokenizer_dir):
 
 
 def test_synthetic_parts_feed_more_workers_than_shards_in_the_same_order(tmp_path, tokenizer_dir):
-    import lzma
-
     wiki = tmp_path / "wiki"
     wiki.mkdir()
     for k in range(2):

@@ -1,0 +1,91 @@
+"""``CorrectorConfig``: a bundle's run-time settings, kept apart from the models' own configs (as
+transformers keeps ``GenerationConfig`` apart from a model's ``config.json``).
+
+A model's ``config.json`` says what the weights are; this file says how ``Corrector`` runs them::
+
+    editspec/models/default/
+        corrector_config.json   {"max_edit_words": 3, "spelling": true, "rescore": true, ...}
+        t5/config.json          d_model, layers, vocabulary: the T5 itself
+        edit5/config.json       the EdiT5 itself
+
+``eval/tune_*.py --write`` store what they tune here; ``training/ship.py`` replaces weights without
+touching it. Arguments to ``Corrector.from_pretrained`` (and the CLI's flags) override it; a
+directory without one runs with the defaults below (the model's raw output, no extra steps).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from editspec.errors import EditspecError
+
+CONFIG_NAME = "corrector_config.json"
+MODES = ("edit5", "t5", "speculative")
+
+
+@dataclass(frozen=True)
+class CorrectorConfig:
+    """How a ``Corrector`` runs its models.
+
+    mode            edit5, t5 or speculative; None: speculative when both models are there
+    max_edit_words  the guard: a unit whose output rewrites more words in one edit is kept as
+                    written (``editspec.text.guard``); 0: no guard
+    rounds          correct again what the round before changed, up to this many rounds
+    spelling        the dictionary step before the model and the made-up-word check after it
+    rescore         keep an edit only if the output model scores the output at least as high
+                    with it (``editspec.decoding.rescoring``)
+    prefix          text put before every T5 input ("grammar: "), as some T5 checkpoints expect
+    """
+
+    mode: str | None = None
+    max_edit_words: int = 0
+    rounds: int = 1
+    spelling: bool = False
+    rescore: bool = False
+    prefix: str = ""
+
+    def __post_init__(self) -> None:
+        if self.mode is not None and self.mode not in MODES:
+            raise EditspecError(f"unknown mode {self.mode!r}; choose one of {', '.join(MODES)}")
+        for name, kind in (("max_edit_words", int), ("rounds", int), ("spelling", bool), ("rescore", bool),
+                           ("prefix", str)):
+            value = getattr(self, name)
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                raise EditspecError(f"{name} must be {kind.__name__}, not {value!r}")
+        if self.max_edit_words < 0:
+            raise EditspecError("max edit words must be 0 (no guard) or more")
+        if self.rounds < 1:
+            raise EditspecError("rounds must be 1 or more")
+
+    def replace(self, **changes) -> CorrectorConfig:
+        """A copy with the changes that are not None (unset arguments keep the stored value)."""
+        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    @classmethod
+    def from_pretrained(cls, directory: str | os.PathLike) -> CorrectorConfig:
+        """The settings saved in ``directory``, or the defaults when it has none."""
+        path = Path(directory) / CONFIG_NAME
+        if not path.is_file():
+            return cls()
+        try:
+            values = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise EditspecError(f"cannot read {path}: {e}") from e
+        if not isinstance(values, dict):
+            raise EditspecError(f"{path} must hold a JSON object, not {type(values).__name__}")
+        unknown = sorted(set(values) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise EditspecError(f"{path}: unknown setting(s) {', '.join(unknown)}")
+        try:
+            return cls(**values)
+        except EditspecError as e:
+            raise EditspecError(f"{path}: {e}") from None
+
+    def save_pretrained(self, directory: str | os.PathLike) -> Path:
+        path = Path(directory) / CONFIG_NAME
+        path.write_text(json.dumps(dataclasses.asdict(self), indent=2) + "\n", encoding="utf-8")
+        return path
