@@ -6,6 +6,12 @@
     LCS      Indel opcodes on the units; consecutive changed units are one edit
     edits    Edit(4, 6, "go", "goes"), Edit(24, 28, "days", "day")
 
+A long line is diffed in windows of ``WINDOW`` units: an exact LCS of the next window of both
+sides, of which only the operations in its first half are kept before the next window starts
+there. Corrections are local (a model rewrites a sentence, never moves text across a paragraph),
+so this finds the same edits as one LCS of the whole line in memory and time linear in its
+length (one LCS of a 1 MB line needs tens of GB: it grows with the square of the length).
+
 ``apply(source, edits)`` is the inverse (``apply(s, diff(s, t)) == t``), and with a subset of the
 edits gives the text in between: the guard, made-up-word check and rescoring undo edits that way.
 """
@@ -14,7 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from rapidfuzz.distance import Indel
 
@@ -40,14 +46,16 @@ class Correction:
 
 
 _WORDS = re.compile(r"\s+|\w+|[^\w\s]")
+WINDOW = 2000  # units per exact LCS: 2000 x 2000 bits of rapidfuzz's matrix, 0.5 MB
 
 
 def diff(source: str, target: str) -> list[Edit]:
     """Word-level edits turning ``source`` into ``target``, as source character offsets.
 
     Words, whitespace runs and single punctuation marks are the units of an exact LCS
-    (rapidfuzz Indel); a run of consecutive changed units is one edit. Word units keep an
-    edit readable ("go" -> "goes") where a character diff would give "" -> "es".
+    (rapidfuzz Indel) per window (see the module docstring); a run of consecutive changed
+    units is one edit. Word units keep an edit readable ("go" -> "goes") where a character
+    diff would give "" -> "es".
     """
     if source == target:
         return []
@@ -57,18 +65,33 @@ def diff(source: str, target: str) -> list[Edit]:
         src_at.append(src_at[-1] + len(w))
     edits: list[Edit] = []
     pending: list[int] | None = None  # [src_start, src_end, tgt_start, tgt_end] in units
-    for op in Indel.opcodes(src, tgt):
-        if op.tag == "equal":
+    for tag, a, b, c, d in _opcodes(src, tgt):
+        if tag == "equal":
             if pending:
                 edits.append(_edit(src, tgt, src_at, pending))
                 pending = None
         elif pending is None:
-            pending = [op.src_start, op.src_end, op.dest_start, op.dest_end]
+            pending = [a, b, c, d]
         else:
-            pending[1], pending[3] = op.src_end, op.dest_end
+            pending[1], pending[3] = b, d
     if pending:
         edits.append(_edit(src, tgt, src_at, pending))
     return edits
+
+
+def _opcodes(src: list[str], tgt: list[str]) -> Iterator[tuple[str, int, int, int, int]]:
+    """LCS opcodes (tag, src_start, src_end, dest_start, dest_end), window by window."""
+    i = j = 0
+    while i < len(src) or j < len(tgt):
+        last = len(src) - i <= WINDOW and len(tgt) - j <= WINDOW
+        ops = Indel.opcodes(src[i:i + WINDOW], tgt[j:j + WINDOW])
+        half = WINDOW // 2
+        # the first half's operations (at least one): near the window's end the LCS is blind to
+        # what follows it, so the rest is decided again in the next window
+        keep = [op for op in ops if last or (op.src_end <= half and op.dest_end <= half)] or [ops[0]]
+        for op in keep:
+            yield op.tag, i + op.src_start, i + op.src_end, j + op.dest_start, j + op.dest_end
+        i, j = i + keep[-1].src_end, j + keep[-1].dest_end
 
 
 def apply(source: str, edits: Sequence[Edit]) -> str:

@@ -5,12 +5,16 @@
                 sentence is kept as written
     real_words  "The beef was good." -> "The beingef was good.": "beingef" is a word neither the
                 source holds nor a dictionary knows, so that edit is undone
+    keep_unreadable
+                "こんにちは世界 Everything was dark." -> "こんにちは界 Everything was dark.": the
+                edit's word holds characters the model reads as <unk>, so it is undone; and
+                "She went  home." (spaces inserted) is no edit either
 """
 
 from __future__ import annotations
 
 import re
-from typing import Callable
+from typing import Callable, Collection
 
 from editspec.text.diff import apply, diff, edit_size
 
@@ -41,7 +45,7 @@ def real_words(source: str, output: str, knows: Callable[[str], bool]) -> str:
 
     A small model builds words from sub-word pieces and now and then glues a wrong piece to a
     right one; none of the shipped models' edits that wrote such a word was right on W&I dev, FCE
-    test, CoNLL-2013 or JFLEG dev (reports/models.md, "Spelling"; ``eval/made_up_words.py``). A word is a
+    test, CoNLL-2013 or JFLEG dev (reports/models.md, "Spelling"). A word is a
     ``LETTER_WORD`` of the output, so an edit of part of one ("don" -> "doesn" in "doesn't") is
     judged by the whole; one ``knows`` does not know whole is judged by its parts without a
     possessive ("Canide's" -> "Canide", "worldold-wide" -> "worldold", "wide").
@@ -83,3 +87,20 @@ def _parts(word: str) -> list[str]:
     """The words ``word`` joins, in lower case, without a possessive: "Lunds'" -> "lunds";
     "Well-known" -> "well", "known"."""
     return [p for p in POSSESSIVE.sub("", _lower(word)).split("-") if p]
+
+
+def keep_unreadable(source: str, output: str, unreadable: Collection[int]) -> str:
+    """``output`` with each edit of ``diff(source, output)`` undone that deletes or rewrites a
+    character at an offset in ``unreadable`` (``tokens.unreadable``: characters the model reads as
+    <unk> or as a plain space), or that only inserts whitespace.
+
+    A model cannot see such characters, so it cannot mean to change them: a T5 deletes parts of
+    words of other scripts and emoji, and writes runs of spaces where it loses its place. The
+    edit is the whole ``diff`` unit, so a word with one unknown character is never rewritten.
+    """
+    if source == output:
+        return output
+    edits = diff(source, output)
+    kept = [e for e in edits if not (any(k in unreadable for k in range(e.start, e.end)) or
+                                     (not e.original.strip() and e.correction.isspace()))]
+    return output if len(kept) == len(edits) else apply(source, kept)

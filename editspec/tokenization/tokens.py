@@ -20,18 +20,20 @@ Where the provenance of output tokens is unknown (T5 writes the whole sentence),
 from ``editspec.edits`` recovers it: the longest common subsequence with the source, plus moves.
 
 Special tokens in user text (a literal ``</s>`` or ``<extra_id_3>``) are encoded as plain text,
-never as control tokens.
+never as control tokens, by a copy of the tokenizer that reads them so (safe across threads).
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+import threading
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from tokenizers import Tokenizer
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from editspec.tokenization.edits import align
@@ -104,6 +106,8 @@ class Encoded:
     tail: str  # after the last token: trailing whitespace, characters the normaliser dropped
 
 
+_LITERAL: "weakref.WeakKeyDictionary[PreTrainedTokenizerBase, Tokenizer]" = weakref.WeakKeyDictionary()
+_LITERAL_LOCK = threading.Lock()
 _SPECIAL: "weakref.WeakKeyDictionary[PreTrainedTokenizerBase, frozenset[int]]" = weakref.WeakKeyDictionary()
 
 
@@ -114,13 +118,20 @@ def special_ids(tok: PreTrainedTokenizerBase) -> frozenset[int]:
     return _SPECIAL[tok]
 
 
+def _literal_backend(tok: PreTrainedTokenizerBase) -> Tokenizer:
+    """A copy of ``tok``'s backend that reads special-token text as plain text, made once per
+    tokenizer: flipping ``encode_special_tokens`` on the shared backend for each call would
+    change how another thread's call tokenizes ("</s>" as EOS) while it runs."""
+    with _LITERAL_LOCK:
+        if tok not in _LITERAL:
+            backend = Tokenizer.from_str(tok.backend_tokenizer.to_str())
+            backend.encode_special_tokens = True  # user text never contains control tokens
+            _LITERAL[tok] = backend
+        return _LITERAL[tok]
+
+
 def encode(tok: PreTrainedTokenizerBase, texts: Sequence[str]) -> list[Encoded]:
-    backend = tok.backend_tokenizer
-    backend.encode_special_tokens = True  # user text never contains control tokens
-    try:
-        encodings = backend.encode_batch(list(texts), add_special_tokens=False)
-    finally:
-        backend.encode_special_tokens = False
+    encodings = _literal_backend(tok).encode_batch(list(texts), add_special_tokens=False)
     special, unk = special_ids(tok), tok.unk_token_id
     out = []
     for text, enc in zip(texts, encodings):
@@ -139,23 +150,87 @@ def encode(tok: PreTrainedTokenizerBase, texts: Sequence[str]) -> list[Encoded]:
     return out
 
 
+def unreadable(tok: PreTrainedTokenizerBase, source: Encoded) -> set[int]:
+    """Offsets of the characters of ``source.text`` that the model cannot read or write: those
+    of ``<unk>`` tokens (CJK, emoji, flags, Greek letters the vocabulary lacks) and those the
+    normaliser turned into a plain space or dropped (tab, CR, NBSP, thin space, U+FEFF,
+    zero-width space). A model edit must never delete or rewrite them (``guard.keep_unreadable``)."""
+    out, cursor = set(), 0
+    for tok_id, space, chars in zip(source.ids, source.spaces, source.chars):
+        out.update(cursor + k for k, c in enumerate(space) if c != " ")
+        cursor += len(space)
+        if tok_id == tok.unk_token_id:
+            out.update(range(cursor, cursor + len(chars)))
+        cursor += len(chars)
+    out.update(cursor + k for k, c in enumerate(source.tail) if c != " ")
+    return out
+
+
 def render(tok: PreTrainedTokenizerBase, source: Encoded, output: Sequence[tuple[int, int | None]]) -> str:
-    """Text of (token id, source index or None) pairs; see the module docstring."""
+    """Text of (token id, source index or None) pairs; see the module docstring.
+
+    Whitespace is the source's wherever it can be: a kept token brings the whitespace before
+    it; an inserted token's word boundary (``▁``) is one space, written only where none is
+    already (so a run of inserted ``▁`` is one space at most, and none before a kept token's
+    own); and whitespace other than plain spaces before a deleted token (tab, NBSP, CR, U+FEFF,
+    zero-width space) is not the token's: it takes the place of the next boundary, so
+    "to\twent home" with "went" -> "go" is "to\tgo home", not "to go home".
+    """
     special = special_ids(tok)
-    parts = []
-    for tok_id, i in output:
-        if i is not None:
-            space = source.spaces[i]
-            if i == 0 and parts and not space and tok.convert_ids_to_tokens(tok_id).startswith(SPACE):
-                space = " "  # the first token's word boundary is implicit in its piece
-            parts.append(space + source.chars[i])
-        elif tok_id not in special:
-            parts.append(tok.convert_ids_to_tokens(tok_id).replace(SPACE, " "))
     text = source.text
     if not text.strip():
         return text
     lead, trail = text[: len(text) - len(text.lstrip())], text[len(text.rstrip()):]
-    return lead + ("".join(parts) + source.tail).strip() + trail
+    low, high = len(lead), len(text) - len(trail)  # lead and trail are written as they are
+
+    def clip(a: int, b: int) -> str:
+        return text[max(a, low):min(b, high)]
+
+    spaces, chars, cursor = [], [], 0  # each token's whitespace and characters inside the body
+    for space, char in zip(source.spaces, source.chars):
+        spaces.append(clip(cursor, cursor + len(space)))
+        chars.append(clip(cursor + len(space), cursor + len(space) + len(char)))
+        cursor += len(space) + len(char)
+    tail = clip(cursor, len(text))
+    kept = {i for _, i in output if i is not None}
+    held_after: dict[int, str] = {}  # kept source index (-1: the start) -> deleted tokens' odd whitespace
+    last = -1
+    for i, space in enumerate(spaces):
+        if i in kept:
+            last = i
+        elif space.strip(" "):
+            held_after[last] = held_after.get(last, "") + space
+    parts: list[str] = []
+    held = held_after.get(-1, "")  # waits for the next whitespace
+    soft = False  # an inserted word boundary not yet written
+
+    def write(space: str, body: str) -> None:
+        nonlocal held, soft
+        if held and (space or soft or not body):  # the first boundary after a deletion
+            # the held whitespace replaces a plain boundary; zero-width characters add to it
+            space = held if space == " " * len(space) and any(c.isspace() for c in held) else held + space
+            held = ""
+        elif not space and soft and parts and not parts[-1][-1:].isspace():
+            space = " "
+        soft = False
+        parts.append(space + body)
+
+    for tok_id, i in output:
+        if i is not None:
+            space = spaces[i]
+            if i == 0 and parts and not space and tok.convert_ids_to_tokens(tok_id).startswith(SPACE):
+                space = " "  # the first token's word boundary is implicit in its piece
+            write(space, chars[i])
+            held += held_after.get(i, "")
+        elif tok_id not in special:
+            piece = tok.convert_ids_to_tokens(tok_id)
+            soft = soft or piece.startswith(SPACE)
+            body = piece.lstrip(SPACE).replace(SPACE, " ")
+            if body:
+                write("", body)
+    if held:
+        write("", "")
+    return lead + ("".join(parts) + tail).strip(" ") + trail
 
 
 def render_ids(tok: PreTrainedTokenizerBase, source: Encoded, output_ids: Sequence[int]) -> str:
