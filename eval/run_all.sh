@@ -44,11 +44,11 @@ for set in wi_dev fce_test conll2013 jfleg_dev; do
   # the no-change baseline: outputs = detokenized sources (must score 0 TP and 0 FP)
   "$PYTHON" - "${args[1]}" > "$OUT/$set.identity.txt" <<'PY'
 import sys
-from editspec.evaluation import read_m2, m2_source
+from editspec.data.m2 import read_blocks, source_tokens
 from editspec.text.tokenized import detokenize
 path = sys.argv[1]
 tokens = ([line.split() for line in open(path, encoding="utf-8")] if not path.endswith(".m2")
-          else [m2_source(b) for b in read_m2(path)])
+          else [source_tokens(b) for b in read_blocks(path)])
 sys.stdout.write("".join(detokenize(" ".join(t)) + "\n" for t in tokens))
 PY
   "$PYTHON" -m editspec eval "${args[@]}" "${COMMON[@]}" --hyp "$OUT/$set.identity.txt" \

@@ -2,7 +2,8 @@
 
 Shipping decisions here often turn on a few tenths of W&I dev F0.5 (two averages of the same runs
 can differ by that much). This scores two output files against one gold M2 with ERRANT, as
-``editspec eval --hyp`` does, and resamples the set's sentences (``evaluation.paired_bootstrap``)::
+``editspec eval --hyp`` does, and resamples the set's sentences
+(``editspec.evaluation.stats.paired_bootstrap``)::
 
     editspec eval --m2 GOLD.m2 --model A --mode t5 --save-hyp a.txt     # and b.txt
     python eval/significance.py GOLD.m2 a.txt b.txt [--samples 1000] [--seed 0]
@@ -17,7 +18,9 @@ import argparse
 import json
 
 from editspec.errors import EditspecError
-from editspec.evaluation import ErrantEvaluator, paired_bootstrap, read_lines
+from editspec.evaluation.errant import ErrantEvaluator
+from editspec.evaluation.run import read_lines
+from editspec.evaluation.stats import paired_bootstrap
 
 
 def main() -> None:

@@ -22,7 +22,8 @@ import argparse
 from pathlib import Path
 
 from editspec.corrector import Corrector
-from editspec.evaluation import ErrantEvaluator, evaluate
+from editspec.evaluation.errant import ErrantEvaluator
+from editspec.evaluation.run import evaluate
 from tuning import pick_best  # eval/tuning.py, beside this script
 
 

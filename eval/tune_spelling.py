@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import itertools
 
-from editspec.evaluation import ErrantEvaluator
+from editspec.evaluation.errant import ErrantEvaluator
 from editspec.text.spelling import Choose, Slot, Speller, fill
 
 

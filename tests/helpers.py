@@ -1,8 +1,13 @@
 """Plain helpers shared by test modules (fixtures live in conftest.py): generated learner-like
-sentences, a random T5 whose greedy outputs vary, random padded batches, corrupted pairs."""
+sentences, a random T5 whose greedy outputs vary, random padded batches, corrupted pairs, a tiny
+gold M2 set with a system's outputs, and ERRANT's own scoring command."""
 
 import math
 import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import torch
 from transformers import T5Config, T5ForConditionalGeneration
@@ -77,3 +82,53 @@ def pairs(n: int = 20, seed: int = 1) -> list[tuple[str, str]]:
     rng = random.Random(seed)
     kinds = ["delete", "insert", "swap", "replace", "same"]
     return [(corrupt(t, rng, kinds[k % 5]), t) for k, t in enumerate(sentences(n, seed))]
+
+
+# A tiny gold set for ERRANT scoring, `editspec eval` and eval/significance.py: two annotators,
+# noop annotations, an UNK edit (ignored in correction scoring) and a source token spaCy 3 would
+# split ("hasn't"). ERRANT picks per sentence the annotator that maximises corpus F.
+GOLD_M2 = """\
+S He go to school every days .
+A 1 2|||R:VERB:SVA|||goes|||REQUIRED|||-NONE-|||0
+A 5 6|||R:NOUN:NUM|||day|||REQUIRED|||-NONE-|||0
+A 1 2|||R:VERB:TENSE|||went|||REQUIRED|||-NONE-|||1
+A 5 6|||R:NOUN:NUM|||day|||REQUIRED|||-NONE-|||1
+
+S I have seen him yesterday .
+A 1 3|||R:VERB:TENSE|||saw|||REQUIRED|||-NONE-|||0
+A -1 -1|||noop|||-NONE-|||REQUIRED|||-NONE-|||1
+
+S She does n't like apples .
+A -1 -1|||noop|||-NONE-|||REQUIRED|||-NONE-|||0
+A 0 1|||UNK|||She|||REQUIRED|||-NONE-|||1
+
+S The informations is usefull .
+A 1 2|||R:NOUN:INFL|||information|||REQUIRED|||-NONE-|||0
+A 3 4|||R:SPELL|||useful|||REQUIRED|||-NONE-|||0
+A 1 2|||R:NOUN:INFL|||information|||REQUIRED|||-NONE-|||1
+A 2 3|||R:VERB:SVA|||are|||REQUIRED|||-NONE-|||1
+A 3 4|||R:SPELL|||useful|||REQUIRED|||-NONE-|||1
+
+S He hasn't go there .
+A 2 3|||R:VERB:FORM|||gone|||REQUIRED|||-NONE-|||0
+
+S My friend live in the medium - sized town .
+A 2 3|||R:VERB:SVA|||lives|||REQUIRED|||-NONE-|||0
+"""
+GOLD_OUTPUTS = {  # GOLD_M2's natural-text sources -> a system's outputs: right, wrong and missed edits
+    "He go to school every days.": "He goes to school every day.",
+    "I have seen him yesterday.": "I saw him yesterday.",
+    "She doesn't like apples.": "She doesn't like the apples.",
+    "The informations is usefull.": "The informations are useful.",
+    "He hasn't go there.": "He hasn't gone there.",
+    "My friend live in the medium-sized town.": "My friend live in a medium-sized town.",
+}
+
+
+def errant_compare(hyp, ref, *flags: str) -> str:
+    """stdout of the installed ``errant_compare -hyp HYP -ref REF FLAGS`` (ERRANT's own command)."""
+    exe = Path(sys.executable).with_name("errant_compare")
+    exe = str(exe) if exe.exists() else shutil.which("errant_compare")
+    assert exe, "errant_compare (errant's command) is not installed"
+    return subprocess.run([exe, "-hyp", str(hyp), "-ref", str(ref), *flags], check=True,
+                          capture_output=True, text=True).stdout

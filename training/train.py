@@ -477,7 +477,7 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
     from transformers.utils import logging as hf_logging
 
     from editspec.data.corpora import data_dir as find_data_dir
-    from editspec.evaluation import detection_auc
+    from editspec.evaluation.stats import detection_auc
     from editspec.modeling.modeling_edit5 import tag_margins
     from editspec.tokenization.tokens import load_tokenizer
 
@@ -731,22 +731,22 @@ def correct_fn_for(net, kind: ModelKind, tok, max_length: int, respell: bool = F
 
 def f05_evaluator(m2_path: str, limit: int | None):
     """ERRANT scorer of (an evenly spaced subset of) a gold M2 file; sources parsed once."""
-    from editspec import evaluation
-
+    from editspec.data import m2
     from editspec.data.corpora import evenly_spaced
+    from editspec.evaluation.errant import ErrantEvaluator
 
-    blocks = evaluation.read_m2(m2_path)
-    return evaluation.ErrantEvaluator([blocks[i] for i in evenly_spaced(len(blocks), limit)])
+    blocks = m2.read_blocks(m2_path)
+    return ErrantEvaluator([blocks[i] for i in evenly_spaced(len(blocks), limit)])
 
 
 def dev_f05(net, kind: ModelKind, tok, dev: dict, accelerator, max_length: int) -> dict:
-    from editspec import evaluation
+    from editspec.evaluation.run import evaluate
 
     if dev.get("evaluator") is None:
         dev["evaluator"] = f05_evaluator(dev["m2"], dev["f05_max"])
     with accelerator.autocast():
         correct = correct_fn_for(net, kind, tok, max_length, respell=dev.get("respell", False))
-        result, _, seconds = evaluation.evaluate(correct, dev["evaluator"])
+        result, _, seconds = evaluate(correct, dev["evaluator"])
     p, r, f = result.scores()
     return {"dev_f05": float(f), "dev_precision": float(p), "dev_recall": float(r), "dev_f05_seconds": seconds}
 

@@ -1,4 +1,4 @@
-"""GEC corpora as ``datasets.Dataset`` of (source, target) pairs, and ``editspec data stats``.
+"""GEC corpora as ``datasets.Dataset`` of (source, target) pairs, and their edit statistics.
 
 M2 (W&I+LOCNESS, FCE, CoNLL, JFLEG's dev.ref.m2) gives a tokenized source and, per annotator, the
 edits that correct it; the target is the source with the edits applied left to right, each one's
@@ -11,7 +11,7 @@ offsets moved by how much the earlier edits lengthened or shortened the sentence
 
 ``noop`` (no edit), ``UNK`` (error detected, no correction) and ``Um`` lines change nothing. An
 annotator without lines in a block made no edits there (JFLEG's m2 omits them). Pairs are
-detokenized to natural text by default (see ``editspec.text``), the form models train on.
+detokenized to natural text by default (see ``editspec.text.tokenized``), the form models train on.
 
 Readers build datasets with ``Dataset.from_generator``: results are cached by the datasets
 library (keyed on the file's path, size and mtime), or streamed with ``streaming=True``.
@@ -19,7 +19,6 @@ library (keyed on the file's path, size and mtime), or streamed with ``streaming
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from statistics import fmean
@@ -27,12 +26,13 @@ from typing import Iterator, Sequence
 
 import datasets
 
-from editspec.data.m2 import apply_edits, is_m2, parse_m2
+from editspec.data.m2 import apply_edits, parse_m2
 from editspec.errors import EditspecError
 from editspec.text.tokenized import detokenize
+from editspec.tokenization.edits import TooFewMarkers, align, convert, realize_aligned
+from editspec.tokenization.tokens import encode, marker_ids, render
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_TOKENIZER = Path(__file__).resolve().parents[1] / "models" / "default" / "tokenizer"
 
 
 def data_dir(path: str | os.PathLike | None = None) -> Path:
@@ -200,16 +200,13 @@ def read_jfleg(src: str | os.PathLike, refs: Sequence[str | os.PathLike], detoke
 # --- data stats ----------------------------------------------------------------------------------
 
 def stats(dataset, tokenizer, batch_size: int = 2048) -> dict:
-    """How well EdiT5's edits represent the pairs, on ``tokenizer``'s ids (see ``editspec.edits``).
+    """How well EdiT5's edits represent the pairs, on ``tokenizer``'s ids (see ``editspec.tokenization.edits``).
 
     roundtrip_exact counts pairs with ``realize(convert(s, t)) == t`` (must be every pair that
     does not raise TooFewMarkers); text_roundtrip_exact counts pairs whose realized ids also
-    render back to the exact target text with ``editspec.tokens.render`` (what a perfect model
+    render back to the exact target text with ``editspec.tokenization.tokens.render`` (what a perfect model
     would output; an inserted ``<unk>`` or a normalised character cannot be rendered exactly).
     """
-    from editspec.tokenization.edits import TooFewMarkers, align, convert, realize_aligned
-    from editspec.tokenization.tokens import encode, marker_ids, render
-
     markers, eos = marker_ids(tokenizer), tokenizer.eos_token_id
     n = identical = too_few = exact = text_exact = reordered = 0
     insertions, decoder, target_len, source_len, deletions = [], [], [], [], []
@@ -263,27 +260,3 @@ def stats(dataset, tokenizer, batch_size: int = 2048) -> dict:
         "max_decoder_tokens": max_decoder,
         "max_target_tokens": max(target_len, default=0),
     }
-
-
-def run_stats(args) -> int:
-    """``editspec data stats FILE [--target T ...] [--tokenizer DIR] [--annotator A] [--tokenized]
-    [--detokenize]``: ``stats`` of an M2 file, a TSV, or a source file with one or more targets."""
-    from editspec.tokenization.tokens import load_tokenizer
-
-    tok_dir = Path(args.tokenizer) if args.tokenizer else DEFAULT_TOKENIZER
-    if not tok_dir.exists():
-        raise EditspecError(f"no tokenizer at {tok_dir} (train one with training/train_tokenizer.py)")
-    tokenizer = load_tokenizer(tok_dir)
-    if args.target:  # plain text is natural unless --detokenize says it is tokenized
-        if len(args.target) == 1:
-            dataset = read_parallel(args.file, args.target[0], detokenized=args.detokenize)
-        else:
-            dataset = read_jfleg(args.file, args.target, detokenized=args.detokenize, pairs=True)
-    elif is_m2(_file(args.file)):
-        dataset = read_m2(args.file, annotator=args.annotator, detokenized=not args.tokenized)
-    else:
-        dataset = read_parallel(args.file, detokenized=args.detokenize)
-    result = {"file": str(args.file), **({"target": args.target} if args.target else {}),
-              "tokenizer": str(tok_dir), **stats(dataset, tokenizer)}
-    print(json.dumps(result, indent=2))
-    return 0

@@ -101,8 +101,13 @@ def is_m2(path: str | os.PathLike) -> bool:
     p = Path(path)
     if p.suffix == ".m2":
         return True
-    with open(p, encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                return line.startswith("S ")
+    try:
+        with open(p, encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    return line.startswith("S ")
+    except OSError as e:
+        raise EditspecError(f"cannot read {path}: {e.strerror}") from e
+    except UnicodeDecodeError:
+        raise EditspecError(f"{path} is not UTF-8 text") from None
     return False

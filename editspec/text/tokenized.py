@@ -4,7 +4,7 @@ Which side is tokenized where:
 
 * **Models train and predict on natural text.** The learner corpora ship spaCy-1.9-tokenized
   sentences (W&I+LOCNESS, FCE; CoNLL-2013 has NUCLE's tokenization), while users and Wikipedia
-  write ``don't`` and ``medium-sized``. ``editspec.corpora`` therefore applies the M2 edits on
+  write ``don't`` and ``medium-sized``. ``editspec.data.corpora`` therefore applies the M2 edits on
   tokens and then ``detokenize``s source and target, so train, dev and user text look alike.
 * **ERRANT evaluation compares tokens.** The gold M2 file stays tokenized; the model's natural
   output is re-tokenized with spaCy (``tokenize_for_errant``, the tokenizer ERRANT itself uses)
@@ -25,7 +25,7 @@ Which side is tokenized where:
     (``do nt`` -> ``dont``, ``gon na`` -> ``gonna``), but ``can not`` stays: it is as often
     written apart as ``cannot``.
 
-The rules are measured, not assumed: ``python -m editspec.text.tokenized FILE.m2 ...`` reports how often
+The rules are measured, not assumed: ``editspec data roundtrip FILE.m2 ...`` reports how often
 spaCy re-tokenizes ``detokenize(x)`` back to exactly ``x``: 98.8% of W&I dev, 99.5% of FCE dev and
 94.9% of CoNLL-2013 sources. Nearly all misses are tokens that spaCy 1.9 (or NUCLE) left whole and
 spaCy 3 splits (``haven't``, ``2%``, ``radio-frequency``), so ERRANT sees a spurious edit there
@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import functools
 import re
-import sys
 
 GLUE_LEFT = {",", ".", ";", ":", "!", "?", "%", ")", "]", "}", "...", "…", "..", "....",
              "n't", "n’t", "N'T", "N’T"}
@@ -165,16 +164,3 @@ def roundtrip_rate(tokenized: list[str]) -> tuple[int, int, list[tuple[str, str,
         else:
             failures.append((x, detok, back))
     return exact, len(tokenized), failures
-
-
-def _main(paths: list[str]) -> None:
-    for path in paths:
-        with open(path, encoding="utf-8") as f:
-            lines = [ln[2:].rstrip("\n") for ln in f if ln.startswith("S ")] if path.endswith(".m2") \
-                else [ln.rstrip("\n") for ln in f]
-        exact, total, _ = roundtrip_rate(lines)
-        print(f"{path}: {exact}/{total} = {exact / max(total, 1):.2%} re-tokenize exactly")
-
-
-if __name__ == "__main__":
-    _main(sys.argv[1:])

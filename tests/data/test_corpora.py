@@ -1,13 +1,9 @@
-"""Corpus readers (M2, parallel, JFLEG), the detokenizer, and ``editspec data stats`` on tiny files."""
-
-import json
+"""Corpus readers (M2, parallel, JFLEG) and the detokenizer on tiny files."""
 
 import datasets
 import pytest
 
-from editspec.cli import main
 from editspec.data.corpora import data_dir, evenly_spaced, read_jfleg, read_m2, read_parallel
-from editspec.data.m2 import apply_edits, parse_m2
 from editspec.errors import EditspecError
 from editspec.text.tokenized import detokenize, tokenize_for_errant
 
@@ -42,15 +38,6 @@ def m2_file(tmp_path):
     path = tmp_path / "tiny.m2"
     path.write_text(M2, encoding="utf-8")
     return path
-
-
-def test_apply_edits_shifts_offsets_and_keeps_file_order_at_one_position():
-    source = "a b c d".split()
-    # insertion and replacement at the same start: the insertion comes first, as in the file
-    edits = [(1, 1, "M", ["x", "y"], 0), (1, 2, "R", ["B"], 0), (3, 4, "U", [], 0), (0, 0, "M", ["<"], 0)]
-    assert apply_edits(source, edits) == "< a x y B c".split()
-    assert apply_edits(source, [(-1, -1, "noop", ["-NONE-"], 0)]) == source
-    assert apply_edits(source, [(0, 1, "UNK", ["a"], 0)]) == source
 
 
 def test_read_m2_tokenized_annotator_0(m2_file):
@@ -91,9 +78,6 @@ def test_read_m2_errors(tmp_path):
         read_m2(bad)
     with pytest.raises(EditspecError, match="annotator"):
         read_m2(bad, annotator="first")
-    assert list(parse_m2(iter(["S a\n", "\n", "\n", "S b c\n"]))) == [(["a"], []), (["b", "c"], [])]
-    with pytest.raises(EditspecError, match="line 2: expected"):
-        list(parse_m2(iter(["S a\n", "a tsv line\tx\n"])))
 
 
 def test_read_parallel_tsv_and_two_files(tmp_path):
@@ -170,32 +154,6 @@ def test_spacy_tokenizes_detokenized_text_back():
                  "a medium - sized town ( nice ) costs $ 5 .", "I do nt know , i m gon na go ."]
     for s in sentences:
         assert tokenize_for_errant(detokenize(s)) == s
-
-
-def test_data_stats_command(tmp_path, m2_file, tokenizer_dir, capsys):
-    assert main(["data", "stats", str(m2_file), "--tokenizer", str(tokenizer_dir)]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["pairs"] == 4 and out["identical_pairs"] == 2
-    assert out["too_few_markers"] == 0 and out["roundtrip_exact"] == 4
-    assert out["mean_insertions"] > 0 and out["mean_decoder_tokens"] >= out["mean_insertions"] + 1
-    assert main(["data", "stats", str(m2_file), "--annotator", "all", "--tokenized",
-                 "--tokenizer", str(tokenizer_dir)]) == 0
-    assert json.loads(capsys.readouterr().out)["pairs"] == 8
-
-    # the tiny tokenizer has 64 markers: inserting after the 70th kept token needs #70
-    from editspec.tokenization.tokens import encode, load_tokenizer
-
-    assert len(encode(load_tokenizer(tokenizer_dir), ["school park"])[0].ids) == 2
-    tsv = tmp_path / "long.tsv"
-    tsv.write_text(f"{' '.join(['school'] * 80)}\t{' '.join(['school'] * 70 + ['park'] + ['school'] * 10)}\n"
-                   "A dog .\tA dog .\n")
-    assert main(["data", "stats", str(tsv), "--tokenizer", str(tokenizer_dir)]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["pairs"] == 2 and out["too_few_markers"] == 1 and out["roundtrip_exact"] == 1
-    assert out["max_position_markers_needed"] == 71 and out["identical_pairs"] == 1
-
-    assert main(["data", "stats", str(tmp_path / "none.m2"), "--tokenizer", str(tokenizer_dir)]) == 2
-    assert "no such file" in capsys.readouterr().err
 
 
 def test_evenly_spaced_spreads_a_sample_over_the_file():
