@@ -6,7 +6,7 @@ can differ by that much). This scores two output files against one gold M2 with 
 (``editspec.evaluation.stats.paired_bootstrap``)::
 
     editspec eval --m2 GOLD.m2 --model A --mode t5 --save-hyp a.txt     # and b.txt
-    python eval/significance.py GOLD.m2 a.txt b.txt [--samples 1000] [--seed 0]
+    python -m eval.significance GOLD.m2 a.txt b.txt [--samples 1000] [--seed 0]
 
 prints each system's P / R / F0.5, then B's F0.5 minus A's with its 95% interval and ``p``, the
 share of resampled sets on which B does not beat A (a small p: B is better beyond the set's noise).

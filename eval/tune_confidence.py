@@ -1,8 +1,8 @@
 """Pick EdiT5's keep or stop bias (GECToR's "confidence bias") on a dev set, and optionally store it.
 
-    python eval/tune_confidence.py MODEL_DIR --m2 ../shared/data/fce/fce.dev.gold.bea19.m2 \
+    python -m eval.tune_confidence MODEL_DIR --m2 ../shared/data/fce/fce.dev.gold.bea19.m2 \
         --limit 2000 --keep-bias -2 -1 0 1 2 [--write]
-    python eval/tune_confidence.py MODEL_DIR --m2 ... --stop-bias -2 -1 0 1 [--write]
+    python -m eval.tune_confidence MODEL_DIR --m2 ... --stop-bias -2 -1 0 1 [--write]
 
 A from-scratch EdiT5 can over-edit (F0.5 weighs precision twice as much as recall: a positive
 bias on the KEEP logit gives fewer, surer edits) or, early in training, keep everything (a
@@ -24,7 +24,7 @@ from pathlib import Path
 from editspec.corrector import Corrector
 from editspec.evaluation.errant import ErrantEvaluator
 from editspec.evaluation.run import evaluate
-from tuning import pick_best  # eval/tuning.py, beside this script
+from eval.tuning import pick_best
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """Score the spelling step alone (no model) on a dev set, for the settings of ``Speller``.
 
-    python eval/tune_spelling.py --m2 ../shared/data/fce/fce.dev.gold.bea19.m2 \
+    python -m eval.tune_spelling --m2 ../shared/data/fce/fce.dev.gold.bea19.m2 \
         [--distance2-letters 6 8 99] [--slip-prior 1 4]
 
 ``editspec.spelling.Speller`` respells words no dictionary holds; this prints ERRANT P/R/F0.5 (as
@@ -23,15 +23,14 @@ from __future__ import annotations
 import argparse
 import itertools
 
+from editspec.corrector import Corrector
+from editspec.decoding.rescoring import scorer
 from editspec.evaluation.errant import ErrantEvaluator
 from editspec.text.spelling import Choose, Slot, Speller, fill
 
 
 def model_choice(model_dir: str, margin: float) -> Choose:
     """A ``Choose`` that asks the model of ``model_dir`` (see the module docstring)."""
-    from editspec.corrector import Corrector
-    from editspec.decoding.rescoring import scorer
-
     corrector = Corrector.from_pretrained(model_dir)
     score = scorer(corrector.output_model, corrector.tokenizer)
 

@@ -1,6 +1,6 @@
 """Average the weights of checkpoints of one model (checkpoint averaging, as in Vaswani et al. 2017).
 
-    python training/average.py runs/avg runs/t5j/last runs/t5k/last
+    python -m training.average runs/avg runs/t5j/last runs/t5k/last
 
 The checkpoints must share an architecture (the ends of successive fine-tuning cycles of one
 run, say); the result is a model directory like its inputs, with the last input's config and
@@ -18,7 +18,6 @@ import json
 import shutil
 from pathlib import Path
 
-import torch
 from safetensors.torch import load_file, save_file
 
 

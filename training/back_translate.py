@@ -1,16 +1,16 @@
 """Back-translation: learner-like errors in clean Wikipedia sentences, written by an error model.
 
-The rule-based errors of ``editspec.synthetic`` follow W&I's error types and rates, but not the
+The rule-based errors of ``training.synthetic`` follow W&I's error types and rates, but not the
 way a learner writes: 10,000 steps of them teach a T5 little about learners' text
 (reports/models.md). An error model has learnt that from the learners themselves: a T5 trained on
 W&I train + FCE train with the pairs turned around (``configs/t5-small-cpu-errors.yaml``,
 ``reverse: true``), corrected text in, the learner's text out. Sampled token by token
-(``editspec.t5.sample``; greedy would copy nearly every sentence; ``--temperature 0.9`` gives 73%
+(``editspec.modeling.t5.sample``; greedy would copy nearly every sentence; ``--temperature 0.9`` gives 73%
 of sentences changed and 0.09 edits a word, near W&I train's 66% and 0.12, where 1.0 writes word
 salad), it writes a different error sentence each time (seed fixed: one Wikipedia sentence, one
 model, one seed, one output). A small error model also loses the rare words it cannot spell, and
 writes another word in their place: a corrector cannot learn to put "parish" back from "an active
-Michelangelo church". So each sampled edit (``corrector.diff``) is kept only if a learner could
+Michelangelo church". So each sampled edit (``editspec.text.diff``) is kept only if a learner could
 have made it (``learner_like``), and the others are undone::
 
     clean    Maltose is released as the main product of starch degradation.
@@ -20,13 +20,13 @@ have made it (``learner_like``), and the others are undone::
 
 Kept are sentences of 4-60 words whose characters the tokenizer holds (an ``<unk>`` would teach
 the corrector to invent characters) and samples that do not rewrite more than ``--max-edit-words``
-words in one edit (``corrector.guard``: the error model has lost its place). A sample with no edit
+words in one edit (``editspec.text.guard``: the error model has lost its place). A sample with no edit
 left stays (learners write correct sentences too: a third of W&I's) unless ``--changed-only``. Writes ``OUT/source.txt``
 and ``OUT/target.txt``, line-aligned, for a ``type: parallel`` data source (``respell: true`` on it
 passes the sampled sentences through the spelling step, as ``Corrector`` does); samples are stored
 under ``OUT/parts/`` as they finish, so a rerun of the same command resumes::
 
-    python training/back_translate.py runs/t5-errors/best --out runs/bt --sentences 20480 --shards 7 \
+    python -m training.back_translate runs/t5-errors/best --out runs/bt --sentences 20480 --shards 7 \
         --temperature 0.9
 """
 
@@ -51,13 +51,13 @@ from editspec.text.diff import Edit, apply, diff
 from editspec.text.guard import guard
 from editspec.data.features import pad
 from editspec.text.spelling import load_speller
-from editspec.synthetic import WIKI_DIR, _read_lines, shard_files
 from editspec.tokenization.tokens import encode, render_ids
+from training.synthetic.pairs import WIKI_DIR, read_lines, shard_files
 
 
 def clean_sentences(folder: Path, shards: list[int], skip: int, tok, max_ids: int):
     """Wikipedia sentences of 4-60 words that the tokenizer holds, after ``skip`` of them."""
-    lines = itertools.chain.from_iterable(_read_lines(f) for f in shard_files(folder, shards))
+    lines = itertools.chain.from_iterable(read_lines(f) for f in shard_files(folder, shards))
     words = (s for s in (line.strip() for line in lines) if 4 <= len(s.split()) <= 60)
     held = (s for s in words if (e := encode(tok, [s])[0]) and tok.unk_token_id not in e.ids and len(e.ids) < max_ids)
     return itertools.islice(held, skip, None)

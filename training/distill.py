@@ -11,17 +11,17 @@ Rush 2016), it learns the edits T5 does make. One W&I train sentence, with the s
 
 The student learns to capitalise "then" as T5 does, and to leave "return" as T5 leaves it.
 Sources are the M2 files' detokenized source sentences as the models read them: after the
-spelling step when the teacher's config turns it on (``editspec.spelling``; the student then reads
+spelling step when the teacher's config turns it on (``editspec.text.spelling``; the student then reads
 respelled text at run time too, and learns only the edits the T5 makes beyond the dictionary's);
 targets are ``Corrector`` outputs with the teacher's own guard (``max_edit_words``), so a sentence
 T5 would rewrite wholesale stays as written here too. Writes ``OUT/source.txt`` and ``OUT/target.txt``,
 line-aligned, for a ``type: parallel`` data source::
 
-    python training/distill.py editspec/models/default --out runs/distill \\
+    python -m training.distill editspec/models/default --out runs/distill \\
         --m2 wi_locness/ABC.train.gold.bea19.m2 fce/fce.train.gold.bea19.m2
 
 With ``--synthetic N`` the sources are instead N sentences of Wikipedia with synthetic errors
-(``editspec.synthetic``; shard, seed and a skip of the lines earlier runs trained on), which the
+(``training.synthetic``; shard, seed and a skip of the lines earlier runs trained on), which the
 teacher has never seen. On its own training sources an over-fitted T5 mostly recites the gold
 corrections, and a student trained on them over-fits too (the EdiT5's training loss 0.08 against
 0.5 on W&I dev). On new text the T5 shows the edits it really makes, but out of its domain most of
@@ -38,7 +38,7 @@ correction; ``diff``'s word-level edits)::
 undone; "now" -> "then", which the teacher missed, stays missed, so the student still learns
 which errors this teacher leaves alone::
 
-    python training/distill.py editspec/models/default --out runs/distill-wiki \\
+    python -m training.distill editspec/models/default --out runs/distill-wiki \\
         --synthetic 40000 --shards 9 --skip 40000 --right-edits
 
 Chunks are stored under ``OUT/parts/`` as they finish, so a rerun of the same command resumes.
@@ -57,7 +57,8 @@ from editspec.data.corpora import data_dir, read_m2
 from editspec.corrector import Corrector
 from editspec.files import atomic_output
 from editspec.text.diff import apply, diff
-from editspec.synthetic import WI_TRAIN_M2, WIKI_DIR, synthetic_pairs
+from editspec.text.spelling import respell_all
+from training.synthetic.pairs import WI_TRAIN_M2, WIKI_DIR, synthetic_pairs
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -105,8 +106,6 @@ def main(argv: list[str] | None = None) -> None:
             bar.update(len(chunk))
     targets = [t for part in pairs for t in part["target"]]
     if corrector.spelling:  # the text the teacher read, and the student will read
-        from editspec.text.spelling import respell_all
-
         sources = respell_all(sources)
     if args.right_edits:  # checked above: only with --synthetic; a respelling is the source's, not an edit
         targets = [right_edits(s, t, g["target"]) for s, t, g in zip(sources, targets, gold)]

@@ -18,16 +18,16 @@ out=${1:-runs/gpu}
 shift || true
 T5_PRE=${T5_PRE:-9} T5_FT=${T5_FT:-3} EDIT5_PRE=${EDIT5_PRE:-14} EDIT5_FT=${EDIT5_FT:-2.5}
 mkdir -p "$out"
-train() { python3 training/train.py "$@" "${extra[@]}"; }
+train() { python3 -m training.train "$@" "${extra[@]}"; }
 extra=("$@")
 
 t5_chain() {
     train --config configs/t5-small-gpu-pretrain.yaml --output-dir "$out/t5-pre" --set train.max_minutes="$T5_PRE"
     train --config configs/t5-small-gpu-finetune.yaml --init-from "$out/t5-pre/best" --output-dir "$out/t5-ft" \
         --set train.max_minutes="$T5_FT"
-    python3 training/ship.py "$out/t5-ft/best" "$out/ship/t5"
+    python3 -m training.ship "$out/t5-ft/best" "$out/ship/t5"
     touch "$out/t5.done"
-    python3 training/distill.py "$out/t5-ft/best" --mode t5 --batch-size 512 --out "$out/distill" \
+    python3 -m training.distill "$out/t5-ft/best" --mode t5 --batch-size 512 --out "$out/distill" \
         --m2 wi_locness/ABC.train.gold.bea19.m2 fce/fce.train.gold.bea19.m2
 }
 
@@ -46,7 +46,7 @@ edit5_chain() {
     fi
     train --config configs/edit5-small-gpu-distill.yaml --init-from "$out/edit5-pre/best" \
         --output-dir "$out/edit5-ft" --set train.max_minutes="$EDIT5_FT" "${sources[@]}"
-    python3 training/ship.py "$out/edit5-ft/best" "$out/ship/edit5"
+    python3 -m training.ship "$out/edit5-ft/best" "$out/ship/edit5"
     touch "$out/edit5.done"
 }
 

@@ -1,9 +1,9 @@
 """Train T5 or EdiT5 for GEC from a YAML recipe, on CPU or on several GPUs with accelerate.
 
-    python training/train.py --config configs/t5-small-cpu-pretrain.yaml --output-dir runs/t5-pre
-    python training/train.py --config configs/t5-small-cpu-finetune.yaml --init-from runs/t5-pre/best
-    accelerate launch --multi_gpu --num_processes 4 training/train.py --config configs/t5-base.yaml ...
-    torchrun --standalone --nproc_per_node 2 training/train.py ...   (also on CPU: gloo)
+    python -m training.train --config configs/t5-small-cpu-pretrain.yaml --output-dir runs/t5-pre
+    python -m training.train --config configs/t5-small-cpu-finetune.yaml --init-from runs/t5-pre/best
+    accelerate launch --multi_gpu --num_processes 4 -m training.train --config configs/t5-base.yaml ...
+    torchrun --standalone --nproc_per_node 2 -m training.train ...   (also on CPU: gloo)
 
 (``accelerate launch --cpu`` starts ONE process; for several CPU processes use torchrun or
 ``accelerate launch --multi_gpu --num_processes N``, which work on CPU-only machines too.)
@@ -55,14 +55,32 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import datasets
+import numpy as np
 import torch
 import yaml
+from accelerate import Accelerator
+from accelerate.utils import set_seed
+from tqdm.auto import tqdm
+from transformers import T5Config, T5ForConditionalGeneration, get_scheduler
+from transformers.models.t5.modeling_t5 import T5Attention
+from transformers.utils import logging as hf_logging
 
-HERE = Path(__file__).resolve().parent
-REPO_ROOT = HERE.parent
-sys.path.insert(0, str(HERE))  # data_mixture, when run as a script
+from editspec.data import corpora, features
+from editspec.data.corpora import evenly_spaced
+from editspec.data.features import pad
+from editspec.data.m2 import read_blocks
+from editspec.evaluation.errant import ErrantEvaluator
+from editspec.evaluation.run import evaluate as evaluate_corrections
+from editspec.evaluation.stats import detection_auc
+from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model, tag_margins
+from editspec.modeling.t5 import greedy
+from editspec.text.spelling import respell_all
+from editspec.tokenization.tokens import encode, load_tokenizer, marker_ids, render_ids
+from training.data_mixture import Batching, MapSource, Mixture, Position, ShardedStream
+from training.synthetic.pairs import WIKI_DIR, shard_files, synthetic_pairs
 
-from data_mixture import Batching, MapSource, Mixture, Position, ShardedStream  # noqa: E402
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 DEFAULTS: dict[str, Any] = {
     "model": {"type": "t5", "tokenizer": "editspec/models/default/tokenizer", "init_from": None, "config": {},
@@ -137,17 +155,11 @@ class ModelKind:
     """What differs between T5 and EdiT5: features, collate, target length, model class."""
 
     def __init__(self, name: str):
-        from editspec.data import features
-
         self.name = name
         if name == "t5":
-            from transformers import T5Config, T5ForConditionalGeneration
-
             self.featurize_batch, self.collate = features.t5_features_batch, features.collate_t5
             self.target_key, self.config_cls, self.model_cls = "labels", T5Config, T5ForConditionalGeneration
         elif name == "edit5":
-            from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
-
             self.featurize_batch, self.collate = features.edit5_features_batch, features.collate_edit5
             self.target_key, self.config_cls, self.model_cls = "insertion_labels", EdiT5Config, EdiT5Model
         else:
@@ -161,8 +173,6 @@ class ModelKind:
         if model_cfg.get("point_markers"):
             if self.name != "edit5":
                 raise SystemExit("model.point_markers is an EdiT5 option")
-            from editspec.tokenization.tokens import marker_ids
-
             extra["marker_ids"] = marker_ids(tok)
             if model_cfg.get("marker_gap"):  # unset: a checkpoint keeps its own
                 extra["marker_gap"] = True
@@ -210,8 +220,6 @@ def featurized_rows(dataset, kind: ModelKind, tok, max_length: int):
         keys = feats[0].keys() if feats else ()
         return {k: [f[k] for f in feats] for k in keys}
 
-    import datasets
-
     was_enabled = datasets.utils.logging.is_progress_bar_enabled()
     datasets.disable_progress_bars()
     try:
@@ -224,8 +232,6 @@ def featurized_rows(dataset, kind: ModelKind, tok, max_length: int):
 def read_pairs(spec: dict, data_dir: Path):
     """The (source, target) dataset of a map-style source spec; with ``respell``, the sources as
     ``Corrector`` hands them to a model after its spelling step."""
-    from editspec.data import corpora
-
     kind = spec.get("type", "m2")
     path = lambda key: str(data_dir / spec[key])  # noqa: E731
     if kind == "m2":
@@ -242,8 +248,6 @@ def read_pairs(spec: dict, data_dir: Path):
         raise SystemExit(f"data source {spec.get('name', kind)}: respell and reverse together (respell the "
                          "back-translated pairs instead)")
     if spec.get("respell"):
-        from editspec.text.spelling import respell_all
-
         pairs = pairs.remove_columns("source").add_column("source", respell_all(pairs["source"]))
     if spec.get("reverse"):  # corrected -> learner's text: an error model for training/back_translate.py
         pairs = pairs.rename_columns({"source": "target", "target": "source"})
@@ -255,19 +259,16 @@ def synthetic_shard(shard: tuple[str, int, int], start: int, folder: str, seed: 
     """Featurized synthetic pairs of one part of a Wikipedia shard from item ``start`` on, endlessly.
 
     ``shard`` is (file name, part, parts): lines n with n % parts == part. Pairs are a function of
-    (seed, shard, line) (``editspec.synthetic``); after a full pass the part starts again with
+    (seed, shard, line) (``training.synthetic.pairs``); after a full pass the part starts again with
     another seed: new errors in the same sentences. Items before ``start`` are regenerated and
     dropped (about 1 ms each), which is how a run resumes.
     """
-    from editspec import synthetic
-    from editspec.tokenization.tokens import load_tokenizer
-
     tok, featurize = load_tokenizer(tok_path), ModelKind(kind_name).featurize_batch
     name, part, parts = shard
 
     def endless():
         for epoch in itertools.count():
-            yield from synthetic.synthetic_pairs(folder, seed + 1000 * epoch, [name], m2, part, parts)
+            yield from synthetic_pairs(folder, seed + 1000 * epoch, [name], m2, part, parts)
 
     pairs = itertools.islice(endless(), start, None)
     while True:
@@ -283,11 +284,9 @@ def synthetic_source(spec: dict, data_dir: Path, kind: ModelKind, tok_path: Path
     into that many line-interleaved streams when there are more workers than shards; parts is part
     of the data recipe (it sets the order of the pairs), workers is not.
     """
-    from editspec import synthetic
-
-    folder = data_dir / spec.get("path", "wikipedia_en_sentences")
+    folder = data_dir / spec.get("path", WIKI_DIR)
     parts = int(spec.get("parts", 1))
-    shards = [(f.name, q, parts) for f in synthetic.shard_files(folder, spec.get("shards")) for q in range(parts)]
+    shards = [(f.name, q, parts) for f in shard_files(folder, spec.get("shards")) for q in range(parts)]
     m2 = str(data_dir / spec["m2_for_rates"]) if spec.get("m2_for_rates") else None
     produce = functools.partial(synthetic_shard, folder=str(folder), seed=int(spec.get("seed", seed)), m2=m2,
                                 tok_path=str(tok_path), kind_name=kind.name, max_length=max_length)
@@ -320,8 +319,6 @@ def build_mixture(cfg: dict, kind: ModelKind, tok, data_dir: Path, log, tok_path
 
 def build_dev(cfg: dict, kind: ModelKind, tok, data_dir: Path):
     """(dev batches for the loss, dev M2 path and size for F0.5) or None."""
-    from editspec.data.corpora import evenly_spaced
-
     dev = cfg["data"]["dev"]
     if not dev:
         return None
@@ -332,8 +329,6 @@ def build_dev(cfg: dict, kind: ModelKind, tok, data_dir: Path):
     rows = [rows[i] for i in range(len(rows))]
     batching = Batching(kind.lengths, cfg["data"]["batch_tokens"], cfg["data"]["batch_size"],
                         cfg["data"]["max_batch_size"])
-    import numpy as np
-
     batches = batching.cut(rows, np.random.default_rng(0))
     return {"batches": batches, "m2": str(data_dir / spec["path"]), "f05_max": spec.get("f05_max_examples"),
             "respell": bool(spec.get("respell"))}
@@ -413,11 +408,10 @@ def add_position_prior(model: torch.nn.Module, strength: float) -> int:
     then says "I follow x", which the decoder's cross-attention matches). T5's only position
     signal is this bias; learned from ~0 it stayed unfocused for 1500 steps of our small T5
     (offset -1 was never a head's clear favourite), so the prior puts those heads in place.
-    training/copy_probe.py measures it: a tiny T5 copies random sequences after 200 steps with
-    the prior (loss 0.27) and is still far from it after 600 without (3.45; 5.29 = chance).
+    A copy probe measured it (reports/models.md, "Position prior"): a tiny T5 copies random
+    sequences after 200 steps with the prior (loss 0.27) and is still far from it after 600
+    without (3.45; 5.29 = chance).
     """
-    from transformers.models.t5.modeling_t5 import T5Attention
-
     changed = 0
     for module in model.modules():
         if isinstance(module, T5Attention) and module.has_relative_attention_bias:
@@ -469,18 +463,6 @@ def main(argv: list[str] | None = None) -> dict:
 
 def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | None = None,
           resume: bool = True) -> dict:
-    from accelerate import Accelerator
-    from accelerate.utils import set_seed
-    from tqdm.auto import tqdm
-    from transformers import get_scheduler
-
-    from transformers.utils import logging as hf_logging
-
-    from editspec.data.corpora import data_dir as find_data_dir
-    from editspec.evaluation.stats import detection_auc
-    from editspec.modeling.modeling_edit5 import tag_margins
-    from editspec.tokenization.tokens import load_tokenizer
-
     tc = cfg["train"]
     hf_logging.disable_progress_bar()  # "Writing model shards" bars at every export
     use_cpu = not torch.cuda.is_available()
@@ -522,7 +504,7 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
         f"{world} process(es), device {accelerator.device}, mixed precision {tc['mixed_precision']}, "
         f"{torch.get_num_threads()} thread(s)")
 
-    data_root = find_data_dir(data_dir)
+    data_root = corpora.data_dir(data_dir)
     with accelerator.main_process_first():  # the first process fills the datasets cache, the rest read it
         mixture = build_mixture(cfg, kind, tok, data_root, log, tok_path)
         dev = build_dev(cfg, kind, tok, data_root)
@@ -709,12 +691,7 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
 
 def correct_fn_for(net, kind: ModelKind, tok, max_length: int, respell: bool = False):
     """list[str] -> list[str] with the model being trained (greedy), for ``editspec.evaluation``;
-    with ``respell``, after the spelling step (``editspec.spelling``)."""
-    from editspec.data.features import pad
-    from editspec.text.spelling import respell_all
-    from editspec.modeling.t5 import greedy
-    from editspec.tokenization.tokens import encode, render_ids
-
+    with ``respell``, after the spelling step (``editspec.text.spelling``)."""
     def correct(texts: list[str]) -> list[str]:
         if respell:
             texts = respell_all(texts)
@@ -731,22 +708,16 @@ def correct_fn_for(net, kind: ModelKind, tok, max_length: int, respell: bool = F
 
 def f05_evaluator(m2_path: str, limit: int | None):
     """ERRANT scorer of (an evenly spaced subset of) a gold M2 file; sources parsed once."""
-    from editspec.data import m2
-    from editspec.data.corpora import evenly_spaced
-    from editspec.evaluation.errant import ErrantEvaluator
-
-    blocks = m2.read_blocks(m2_path)
+    blocks = read_blocks(m2_path)
     return ErrantEvaluator([blocks[i] for i in evenly_spaced(len(blocks), limit)])
 
 
 def dev_f05(net, kind: ModelKind, tok, dev: dict, accelerator, max_length: int) -> dict:
-    from editspec.evaluation.run import evaluate
-
     if dev.get("evaluator") is None:
         dev["evaluator"] = f05_evaluator(dev["m2"], dev["f05_max"])
     with accelerator.autocast():
         correct = correct_fn_for(net, kind, tok, max_length, respell=dev.get("respell", False))
-        result, _, seconds = evaluate(correct, dev["evaluator"])
+        result, _, seconds = evaluate_corrections(correct, dev["evaluator"])
     p, r, f = result.scores()
     return {"dev_f05": float(f), "dev_precision": float(p), "dev_recall": float(r), "dev_f05_seconds": seconds}
 

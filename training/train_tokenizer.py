@@ -4,8 +4,8 @@ It learns from natural text, the form every model sees (``editspec.text``): the 
 FCE training sets, sources and targets detokenized, so learner spellings get pieces too, plus N
 Wikipedia sentences for clean, broad vocabulary. Dev and test sets are left out.
 
-    python training/train_tokenizer.py                       # -> editspec/models/default/tokenizer/
-    python training/train_tokenizer.py --wiki-sentences 50000 --out /tmp/tok
+    python -m training.train_tokenizer                       # -> editspec/models/default/tokenizer/
+    python -m training.train_tokenizer --wiki-sentences 50000 --out /tmp/tok
 """
 
 from __future__ import annotations
@@ -13,15 +13,14 @@ from __future__ import annotations
 import argparse
 import itertools
 import lzma
-import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from editspec.data.corpora import data_dir, read_m2
+from editspec.tokenization.tokens import marker_ids, train_tokenizer
+from training.synthetic.pairs import WIKI_DIR
 
-from editspec.data.corpora import data_dir, read_m2  # noqa: E402
-from editspec.tokenization.tokens import marker_ids, train_tokenizer  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 LEARNER_TRAIN = ["wi_locness/ABC.train.gold.bea19.m2", "fce/fce.train.gold.bea19.m2"]
 
@@ -29,7 +28,7 @@ LEARNER_TRAIN = ["wi_locness/ABC.train.gold.bea19.m2", "fce/fce.train.gold.bea19
 def wikipedia(root: Path, n: int):
     """The first ``n`` sentences of the (already shuffled) Wikipedia shards, in shard order."""
     def lines():
-        for shard in sorted((root / "wikipedia_en_sentences").glob("enwiki_sentences.*.txt.xz")):
+        for shard in sorted((root / WIKI_DIR).glob("enwiki_sentences.*.txt.xz")):
             with lzma.open(shard, "rt", encoding="utf-8") as f:
                 yield from (line.rstrip("\n") for line in f)
     return itertools.islice(lines(), n)

@@ -1,23 +1,20 @@
 """EdiT5 features and model (editspec/features.py, editspec/modeling_edit5.py), with tiny models."""
 
-import random
-import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 from transformers import AutoModel
 
-from editspec.tokenization.edits import DELETE, KEEP, Edits, realize
+from editspec.tokenization.edits import KEEP, Edits, realize
 from editspec.data.features import (
     IGNORE, collate_edit5, collate_t5, edit5_features, edit5_features_batch, edit5_features_from_ids,
     t5_features,
 )
 from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model, decode_order
 from editspec.tokenization.tokens import encode, marker_ids
-from tests.helpers import pairs, sentences
+from tests.helpers import pairs
 
 TINY = dict(d_model=32, d_kv=8, d_ff=64, num_heads=4, num_layers=2, num_decoder_layers=1,
             dropout_rate=0.0, max_order_positions=64, tag_embedding_dim=16)
@@ -395,38 +392,3 @@ def test_pointer_offset_bias_scores_relative_offsets(tokenizer):
     assert torch.allclose(diff[0, :4].diagonal(1), torch.full((4,), 1000.0))  # row i, column i + 1
     assert float(diff[0].abs().sum()) == pytest.approx(4000.0, rel=1e-4)
     assert tiny_model(tokenizer, pointer_offset_bias=False).pointer_offset is None
-
-
-def test_tag_auc_reads_the_delete_margin(tokenizer):
-    """eval/tag_auc.py: one margin per tagged input token, DELETE minus KEEP, gold deletions flagged."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "eval"))
-    from tag_auc import delete_margins
-
-    model = tiny_model(tokenizer).eval()
-    with torch.no_grad():
-        model.tag_classifier.weight.zero_()
-        model.tag_classifier.bias.zero_()
-        model.tag_classifier.bias[DELETE] = 1.5  # every token: DELETE logit 1.5 above KEEP's
-    sources, targets = zip(*pairs(12))
-    margins, deleted = delete_margins(model, tokenizer, list(sources), list(targets), batch_size=5)
-    features = [f for f in edit5_features_batch(tokenizer, sources, targets, 128) if f]
-    assert len(margins) == sum(len(f["tags"]) for f in features)
-    assert int(deleted.sum()) == sum(t == DELETE for f in features for t in f["tags"]) > 0
-    assert torch.allclose(margins, torch.full_like(margins, 1.5))
-
-
-def test_marker_accuracy_of_an_overfitted_model(tokenizer, trained):
-    """eval/marker_accuracy.py: every gold marker of the training pairs counted once, and the
-    overfitted model (either marker kind) puts all of them in place."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "eval"))
-    from marker_accuracy import marker_offsets
-
-    model, data, _, _ = trained
-    sources, targets = [s for s, _ in data], [t for _, t in data]
-    replace, other, right, words = marker_offsets(model, tokenizer, sources, targets, batch_size=6)
-    markers = set(marker_ids(tokenizer))
-    features = [f for f in edit5_features_batch(tokenizer, sources, targets, 128) if f]
-    gold = [t for f in features for t in f["insertion_labels"]]
-    assert sum(replace.values()) + sum(other.values()) == sum(t in markers for t in gold)
-    assert replace[0] == sum(replace.values()) > 0 and other[0] == sum(other.values()) > 0
-    assert words == sum(t not in markers for t in gold) and right == words

@@ -1,13 +1,29 @@
-"""Synthetic error generation (editspec/synthetic.py): worked examples per error kind, rates,
+"""Synthetic error generation (training/synthetic/): worked examples per error kind, rates,
 determinism, streaming."""
 
 import lzma
+import os
 import random
+import subprocess
+import sys
 from collections import Counter
+from pathlib import Path
 
+import datasets
 import pytest
+from rapidfuzz.distance import Levenshtein
 
-from editspec import synthetic as S
+from training.synthetic.__main__ import main
+from training.synthetic.corruptions import CORRUPTIONS
+from training.synthetic.corruptor import Corruptor
+from training.synthetic.lexicon import lexicon
+from training.synthetic.measuring import m2_pairs, measure
+from training.synthetic.pairs import sentence_rng, synthetic_dataset, synthetic_pairs
+from training.synthetic.profile import ErrorProfile, FALLBACK_PROFILE, error_distribution, error_profile
+from training.synthetic.sentence import Sentence
+from training.synthetic.words import (
+    AUX_TENSE, COMMON_MISSPELLINGS, COMMON_PREPS, DETERMINERS, HOMOPHONES, PREP_CONFUSIONS, PREPOSITIONS, PRONOUNS,
+)
 
 TEXTS = [
     "In 2013, the total housing area in Kazakhstan amounted to 336.1 million square meters.",
@@ -27,21 +43,21 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def lex():
-    return S.lexicon()
+    return lexicon()
 
 
 def corrupt_with(kind, text, lex, seeds=range(12)):
     """The corruption `kind` applied to `text` with several seeds: [(source tokens, source text)]."""
     out = []
     for seed in seeds:
-        s = S.Sentence(text, lex)
-        assert S.CORRUPTIONS[kind](s, random.Random(seed)), f"{kind} found no place in {text!r}"
+        s = Sentence(text, lex)
+        assert CORRUPTIONS[kind](s, random.Random(seed)), f"{kind} found no place in {text!r}"
         out.append((s.w, str(s)))
     return out
 
 
 def toks(text, lex):
-    return S.Sentence(text, lex).w
+    return Sentence(text, lex).w
 
 
 def lower(tokens):
@@ -71,21 +87,21 @@ def one_missing(src, tgt):
 # ----------------------------------------------------------------------------------- sentences
 def test_sentence_round_trip_and_whitespace(lex):
     for text in TEXTS + ['He said "no" (twice) - and left!', "Café “quoted” naïve text…", "x"]:
-        assert str(S.Sentence(text, lex)) == text
-    s = S.Sentence("In 2013, the total area grew.", lex)
+        assert str(Sentence(text, lex)) == text
+    s = Sentence("In 2013, the total area grew.", lex)
     s.delete(2)  # the comma: "2013" and "the" keep one space between them
     assert str(s) == "In 2013 the total area grew."
     s.delete(len(s) - 2)  # the word before the final period: no space before "."
     assert str(s) == "In 2013 the total area."
     s.delete(0)  # the capital moves to the new first word
     assert str(s) == "2013 the total area." and s.w[0] == "2013"
-    s = S.Sentence("Cats sleep a lot.", lex)
+    s = Sentence("Cats sleep a lot.", lex)
     s.insert(0, "the")
     assert str(s) == "The cats sleep a lot."
-    s = S.Sentence("Paris is big.", lex)
+    s = Sentence("Paris is big.", lex)
     s.insert(0, "the")
     assert str(s) == "The Paris is big."  # a proper noun keeps its capital
-    s = S.Sentence("He left (very quietly) today.", lex)
+    s = Sentence("He left (very quietly) today.", lex)
     s.delete(3)  # no space after an opening bracket
     assert str(s) == "He left (quietly) today."
     s.insert_punct(2, ",")
@@ -95,7 +111,7 @@ def test_sentence_round_trip_and_whitespace(lex):
 
 
 def test_overlapping_edits_are_flagged(lex):
-    s = S.Sentence("The old man sold his small red boat to a friend.", lex)
+    s = Sentence("The old man sold his small red boat to a friend.", lex)
     s.step = 1
     s.replace(2, "men")
     assert not s.conflict
@@ -114,17 +130,15 @@ def test_overlapping_edits_are_flagged(lex):
 
 
 def test_a_word_gets_at_most_one_error(lex):
-    from rapidfuzz.distance import Levenshtein
-
-    c = S.Corruptor(S.ErrorProfile({"R:SPELL": 1.0}, 0.0), lex)  # as many typos as allowed
+    c = Corruptor(ErrorProfile({"R:SPELL": 1.0}, 0.0), lex)  # as many typos as allowed
     text = "The students of the school visited the old castle and the museum in the town."
     tgt = toks(text, lex)
     for i in range(40):
-        src = toks(c.corrupt(text, S.sentence_rng(0, "z", i)), lex)
+        src = toks(c.corrupt(text, sentence_rng(0, "z", i)), lex)
         changed = [(a, b) for a, b in zip(src, tgt) if a != b]
         assert len(src) == len(tgt) and 1 <= len(changed) <= len(tgt) // 4
         assert all(Levenshtein.distance(a.lower(), b.lower()) <= 2 or
-                   S.COMMON_MISSPELLINGS.get(b.lower()) == a.lower() for a, b in changed)
+                   COMMON_MISSPELLINGS.get(b.lower()) == a.lower() for a, b in changed)
 
 
 # ----------------------------------------------------------------------------- worked examples
@@ -132,13 +146,13 @@ def test_determiner_errors(lex):
     text = "The dogs are barking at the children who play in the park every day."
     tgt = toks(text, lex)
     for src, _ in corrupt_with("M:DET", text, lex):
-        assert one_missing(src, tgt).lower() in S.DETERMINERS
+        assert one_missing(src, tgt).lower() in DETERMINERS
     for src, _ in corrupt_with("U:DET", "They lived in Boston and loved music.", lex):
         assert one_missing(toks("They lived in Boston and loved music.", lex), src) in \
             {"the", "a", "an", "this", "some"}
     for src, _ in corrupt_with("R:DET", text, lex):
         a, b = one_replaced(src, tgt)
-        assert a.lower() in S.DETERMINERS | {"one", "me", "you", "us"} and b.lower() in S.DETERMINERS
+        assert a.lower() in DETERMINERS | {"one", "me", "you", "us"} and b.lower() in DETERMINERS
 
 
 def test_preposition_errors(lex):
@@ -146,11 +160,11 @@ def test_preposition_errors(lex):
     tgt = toks(text, lex)
     for src, _ in corrupt_with("R:PREP", text, lex):
         a, b = one_replaced(src, tgt)
-        assert b in S.PREPOSITIONS and a in S.PREP_CONFUSIONS[b]
+        assert b in PREPOSITIONS and a in PREP_CONFUSIONS[b]
     for src, _ in corrupt_with("M:PREP", text, lex):
-        assert one_missing(src, tgt) in S.PREPOSITIONS
+        assert one_missing(src, tgt) in PREPOSITIONS
     for src, _ in corrupt_with("U:PREP", text, lex):
-        assert one_missing(tgt, src) in S.COMMON_PREPS
+        assert one_missing(tgt, src) in COMMON_PREPS
 
 
 def test_verb_errors(lex):
@@ -164,7 +178,7 @@ def test_verb_errors(lex):
             lemma = {"walked": "walk", "bought": "buy"}[b]
             assert a in (lemma, lex.inflect(lemma, "3sg"))
         else:
-            assert b == "are" and a in S.AUX_TENSE["are"]
+            assert b == "are" and a in AUX_TENSE["are"]
     assert {("walked", "walk"), ("bought", "buys")} & tenses and ("are", "were") in tenses
     for src, _ in corrupt_with("R:VERB:SVA", text, lex):
         assert one_replaced(src, tgt) == ("is", "are")
@@ -199,7 +213,7 @@ def test_spelling_errors(lex):
     tgt = toks(text, lex)
     for src, _ in corrupt_with("R:SPELL", text, lex, range(30)):
         a, b = one_replaced(src, tgt)
-        assert not lex.is_word(a) or S.HOMOPHONES.get(b.lower()) == a.lower()
+        assert not lex.is_word(a) or HOMOPHONES.get(b.lower()) == a.lower()
         assert abs(len(a) - len(b)) <= 2 and a[0].lower() in b.lower() + "qwertyuiopasdfghjklzxcvbnm"
 
 
@@ -232,7 +246,7 @@ def test_missing_and_unnecessary_words(lex):
     text = "They said that it was a good idea, and they started the project."
     tgt = toks(text, lex)
     for src, _ in corrupt_with("M:PRON", text, lex):
-        assert one_missing(src, tgt).lower() in S.PRONOUNS
+        assert one_missing(src, tgt).lower() in PRONOUNS
     for src, _ in corrupt_with("M:CONJ", text, lex):
         assert one_missing(src, tgt) == "and"
     for src, _ in corrupt_with("M:OTHER", text, lex):
@@ -244,7 +258,7 @@ def test_missing_and_unnecessary_words(lex):
     outs = {out for _, out in corrupt_with("R:OTHER", "The man who lived in Paris was a doctor.", lex)}
     assert outs == {"The man living in Paris was a doctor."}
     outs = {out for _, out in corrupt_with("R:OTHER", "Before joining the army, he studied law.", lex)}
-    assert outs <= {f"Before {p} joined the army, he studied law." for p in S._ws("he they it she we")}
+    assert outs <= {f"Before {p} joined the army, he studied law." for p in "he they it she we".split()}
 
 
 # ------------------------------------------------------------------------------ rates and M2
@@ -256,30 +270,30 @@ def test_error_distribution_from_m2(tmp_path):
         "S Fine .\nA -1 -1|||noop|||-NONE-|||REQUIRED|||-NONE-|||0\n\n"
         "S Good , thanks\nA 3 3|||M:PUNCT|||.|||REQUIRED|||-NONE-|||0\n\n"
         "S Hmm .\nA 0 1|||UNK|||Hmm|||REQUIRED|||-NONE-|||0\n\n")
-    rates = S.error_distribution(m2)
+    rates = error_distribution(m2)
     assert rates == pytest.approx({"R:VERB:SVA": 1 / 12, "U:DET": 1 / 12, "M:PUNCT": 1 / 12})
-    assert S.error_profile(m2).clean_fraction == 0.5  # noop and UNK-only sentences are unchanged
+    assert error_profile(m2).clean_fraction == 0.5  # noop and UNK-only sentences are unchanged
 
 
 def test_m2_pairs_and_errant_measurement(tmp_path):
     m2 = tmp_path / "tiny.m2"
     m2.write_text("S He go to school .\nA 1 2|||R:VERB:SVA|||goes|||REQUIRED|||-NONE-|||0\n\n"
                   "S Fine .\nA -1 -1|||noop|||-NONE-|||REQUIRED|||-NONE-|||0\n\n")
-    pairs = sorted(S.m2_pairs(m2, 5), key=lambda p: p["source"])
+    pairs = sorted(m2_pairs(m2, 5), key=lambda p: p["source"])
     assert pairs == [{"source": "Fine .", "target": "Fine ."},
                      {"source": "He go to school .", "target": "He goes to school ."}]
-    measured, n = S.measure(pairs, tokenized=True)
+    measured, n = measure(pairs, tokenized=True)
     assert n == 2 and measured.rates == {"R:VERB:SVA": 1 / 7} and measured.clean_fraction == 0.5
-    natural, _ = S.measure([{"source": "She walk to the park.", "target": "She walks to the park."}])
+    natural, _ = measure([{"source": "She walk to the park.", "target": "She walks to the park."}])
     assert natural.rates == {"R:VERB:SVA": 1 / 6}
 
 
 def test_clean_fraction_and_edit_rate(lex):
     rng = random.Random(0)
     sents = [rng.choice(TEXTS) for _ in range(1500)]
-    for profile in (S.FALLBACK_PROFILE, S.ErrorProfile({"R:PREP": 0.02, "R:SPELL": 0.02}, 0.7)):
-        c = S.Corruptor(profile, lex)
-        pairs = [c.pair(t, S.sentence_rng(1, "x", i)) for i, t in enumerate(sents)]
+    for profile in (FALLBACK_PROFILE, ErrorProfile({"R:PREP": 0.02, "R:SPELL": 0.02}, 0.7)):
+        c = Corruptor(profile, lex)
+        pairs = [c.pair(t, sentence_rng(1, "x", i)) for i, t in enumerate(sents)]
         assert all(p["target"] == t for p, t in zip(pairs, sents))  # targets are the input
         assert all(p["source"].strip() for p in pairs)
         unchanged = sum(p["source"] == p["target"] for p in pairs) / len(pairs)
@@ -288,19 +302,19 @@ def test_clean_fraction_and_edit_rate(lex):
     for p in pairs:
         src, tgt = toks(p["source"], lex), toks(p["target"], lex)
         for a, b in zip(src, tgt):
-            assert (a == b or b.lower() in S.PREPOSITIONS or not lex.is_word(a)
-                    or S.HOMOPHONES.get(b.lower()))
+            assert (a == b or b.lower() in PREPOSITIONS or not lex.is_word(a)
+                    or HOMOPHONES.get(b.lower()))
 
 
 def test_calibration_restores_rare_types(lex):
     """A type that rarely has a place ("not" to contract) is boosted by its applicability."""
-    profile = S.ErrorProfile({"R:CONTR": 0.02, "R:SPELL": 0.02}, 0.0)
+    profile = ErrorProfile({"R:CONTR": 0.02, "R:SPELL": 0.02}, 0.0)
     calibration = TEXTS  # 3 of 12 have a "not" or "they have" to contract
-    plain, calibrated = S.Corruptor(profile, lex), S.Corruptor(profile, lex, calibration=calibration)
+    plain, calibrated = Corruptor(profile, lex), Corruptor(profile, lex, calibration=calibration)
     assert calibrated.applicability["R:CONTR"] == pytest.approx(3 / 12)
     count = {}
     for name, c in (("plain", plain), ("calibrated", calibrated)):
-        outs = [c.corrupt("It was not easy to find a good restaurant.", S.sentence_rng(3, "y", i))
+        outs = [c.corrupt("It was not easy to find a good restaurant.", sentence_rng(3, "y", i))
                 for i in range(300)]
         count[name] = sum("n't" in o or "wasnt" in o for o in outs)
     assert count["calibrated"] > 1.5 * count["plain"]
@@ -320,48 +334,43 @@ def shards(tmp_path_factory):
 
 
 def test_streaming_is_deterministic_and_shard_independent(shards):
-    a = list(S.synthetic_pairs(shards, seed=7))
-    assert len(a) == 120 and a == list(S.synthetic_pairs(shards, seed=7))
-    b = list(S.synthetic_pairs(shards, seed=8))
+    a = list(synthetic_pairs(shards, seed=7))
+    assert len(a) == 120 and a == list(synthetic_pairs(shards, seed=7))
+    b = list(synthetic_pairs(shards, seed=8))
     assert a != b and [p["target"] for p in a] == [p["target"] for p in b]
     # a shard's pairs do not depend on which other shards are read, or in what order
-    assert list(S.synthetic_pairs(shards, seed=7, shards=[2, 0])) == a[80:] + a[:40]
-    assert list(S.synthetic_pairs(shards, seed=7, shards=["enwiki_sentences.01.txt.xz"])) == a[40:80]
+    assert list(synthetic_pairs(shards, seed=7, shards=[2, 0])) == a[80:] + a[:40]
+    assert list(synthetic_pairs(shards, seed=7, shards=["enwiki_sentences.01.txt.xz"])) == a[40:80]
     assert 0.2 < sum(p["source"] == p["target"] for p in a) / len(a) < 0.5
 
 
 def test_parts_split_a_shard_by_line_into_the_same_pairs(shards):
-    whole = list(S.synthetic_pairs(shards, seed=7, shards=[1]))
-    parts = [list(S.synthetic_pairs(shards, seed=7, shards=[1], part=q, parts=3)) for q in range(3)]
+    whole = list(synthetic_pairs(shards, seed=7, shards=[1]))
+    parts = [list(synthetic_pairs(shards, seed=7, shards=[1], part=q, parts=3)) for q in range(3)]
     assert [len(p) for p in parts] == [14, 13, 13]  # 40 lines + a blank one (line 40, part 1)
     assert [pair for k in range(14) for p in parts if k < len(p) for pair in [p[k]]] == whole
 
 
 def test_iterable_dataset_matches_and_splits_across_workers(shards):
-    import datasets
-
-    ds = S.synthetic_dataset(shards, seed=7)
+    ds = synthetic_dataset(shards, seed=7)
     assert isinstance(ds, datasets.IterableDataset) and ds.num_shards == 3
-    expected = list(S.synthetic_pairs(shards, seed=7))
+    expected = list(synthetic_pairs(shards, seed=7))
     assert list(ds) == expected
     parts = [list(ds.shard(num_shards=2, index=i)) for i in range(2)]
     assert sorted(map(str, parts[0] + parts[1])) == sorted(map(str, expected))
 
 
 def test_cli_prints_pairs(shards, capsys):
-    assert S.main(["--n", "3", "--seed", "1", "--data-dir", str(shards), "--m2", "none"]) == 0
+    assert main(["--n", "3", "--seed", "1", "--data-dir", str(shards), "--m2", "none"]) == 0
     out = capsys.readouterr().out
     assert out.count("src: ") == 3 and out.count("tgt: ") == 3
 
 
 def test_output_does_not_depend_on_hash_seed(shards):
     """Python's set and str-hash order differ between processes; the pairs must not."""
-    import os
-    import subprocess
-    import sys
-
-    code = ("import hashlib, sys; from editspec import synthetic as S; "
-            "print(hashlib.md5(repr(list(S.synthetic_pairs(sys.argv[1], 4))).encode()).hexdigest())")
+    code = ("import hashlib, sys; from training.synthetic.pairs import synthetic_pairs; "
+            "print(hashlib.md5(repr(list(synthetic_pairs(sys.argv[1], 4))).encode()).hexdigest())")
     outs = {subprocess.run([sys.executable, "-c", code, str(shards)], capture_output=True, text=True, check=True,
+                           cwd=Path(__file__).resolve().parents[2],
                            env={**os.environ, "PYTHONHASHSEED": h}).stdout for h in ("1", "2")}
     assert len(outs) == 1
