@@ -1,0 +1,234 @@
+"""The decoding core: T5 greedy, sampled and speculative decoding over a stream of sentences.
+
+Every sentence is encoded once, when it enters a slot; its decoder then writes its own keys and
+values into a static cache at its own positions. A pass feeds each active slot its pending token
+(the last token the model chose, not yet in the cache) and, when speculating, a draft::
+
+    slot 0   cache [<s> He went]           feed  to school .       (pending "to", draft "school .")
+    slot 1   cache [<s> I]                 feed  like              (no draft)
+    slot 2   cache [<s> She likes dogs .]  feed  </s>?             ...
+
+    packed   to school . like ...          the linears and LM head see real tokens only (ragged)
+    padded   [3 slots, width 3]            attention runs padded, over each slot's cache, with
+                                           the relative position bias from the slot's OWN query
+                                           and key positions (T5's bias depends on j - i)
+
+The verifier keeps the longest prefix of the draft that equals its own choices plus one token of
+its own (Leviathan et al. 2022; with sampling, their accept/resample rule for a point-mass draft).
+The slot's length grows by the accepted tokens + 1: keys of rejected draft tokens stay in the
+cache beyond that length, are never attended to (causal mask) and are overwritten by the next
+pass, so nothing is cropped or fed twice. A slot whose sentence ends (EOS or its token budget)
+takes the next waiting sentence at once: continuous batching over the whole input list.
+
+The layers are T5's own modules (layer norms, q/k/v/o, feed-forward, LM head: the checkpoint's
+key names), called on packed tokens; only the attention is written here, as T5's eager attention
+(scores + bias + mask, softmax, no 1/sqrt(d) scaling).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch.profiler import record_function
+from transformers import T5ForConditionalGeneration
+from transformers.models.t5.modeling_t5 import T5Attention
+
+from editspec.decoding.drafters import Drafter
+from editspec.decoding.speculative import SpecStats, _accept_sampled
+from editspec.decoding.window import WindowPolicy
+from editspec.modeling import t5
+
+
+class Decoder:
+    """T5's decoder over ``slots`` rows, each with its own static cache and its own length."""
+
+    def __init__(self, model: T5ForConditionalGeneration, slots: int, max_source: int, max_target: int):
+        cfg, p = model.config, next(model.parameters())
+        self.model, self.blocks, self.slots = model, model.decoder.block, slots
+        self.heads, self.d_kv = cfg.num_heads, cfg.d_kv
+        self.start = cfg.decoder_start_token_id
+        self.scale = cfg.d_model ** -0.5 if getattr(cfg, "scale_decoder_outputs", cfg.tie_word_embeddings) else 1.0
+        self.rel: T5Attention = self.blocks[0].layer[0].SelfAttention  # owns the relative bias table
+        kv = lambda n: [torch.zeros(slots, self.heads, n, self.d_kv, dtype=p.dtype, device=p.device)
+                        for _ in self.blocks]
+        self.k, self.v = kv(max_target), kv(max_target)  # self-attention: [slots, H, target, d_kv]
+        self.xk, self.xv = kv(max_source), kv(max_source)  # cross-attention: [slots, H, source, d_kv]
+        self.xmask = torch.zeros(slots, max_source, dtype=torch.bool, device=p.device)
+        self.length = [0] * slots  # tokens in each slot's cache
+        self.min = torch.finfo(p.dtype).min
+
+    def admit(self, slots: list[int], sources: list[list[int]]) -> None:
+        """Encode ``sources`` (ids with EOS) once and give them ``slots``: empty caches, their
+        cross-attention keys/values."""
+        dev = self.xmask.device
+        width = max(map(len, sources))
+        ids = torch.tensor([s + [0] * (width - len(s)) for s in sources], device=dev)  # [b, S]
+        mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in sources], device=dev)
+        hidden = t5.encode(self.model, ids, mask)  # [b, S, d_model]
+        at = torch.tensor(slots, device=dev)
+        for l, block in enumerate(self.blocks):
+            cross = block.layer[1].EncDecAttention
+            self.xk[l][at, :, :width] = cross.k(hidden).view(len(slots), width, self.heads, self.d_kv).transpose(1, 2)
+            self.xv[l][at, :, :width] = cross.v(hidden).view(len(slots), width, self.heads, self.d_kv).transpose(1, 2)
+        self.xmask[at] = False
+        self.xmask[at, :width] = mask.bool()
+        for s in slots:
+            self.length[s] = 0
+
+    def forward(self, rows: list[int], feeds: list[list[int]]) -> torch.Tensor:
+        """Logits [tokens, vocab] of the packed ``feeds`` (row i's tokens go to slot rows[i] at
+        positions length, length + 1, ...); each token's logits predict the token after it."""
+        with record_function("editspec.decoding.pass"):
+            return self._forward(rows, feeds)
+
+    def _forward(self, rows: list[int], feeds: list[list[int]]) -> torch.Tensor:
+        dev, B, W = self.xmask.device, len(rows), max(map(len, feeds))
+        L = max(self.length[r] + len(f) for r, f in zip(rows, feeds))  # keys to attend to
+        S = int(self.xmask[rows].sum(-1).max())
+        ids = torch.tensor([t for f in feeds for t in f], device=dev)  # [T]
+        b_of = torch.tensor([b for b, f in enumerate(feeds) for _ in f], device=dev)  # [T]
+        j_of = torch.tensor([j for f in feeds for j in range(len(f))], device=dev)  # [T]
+        start = torch.tensor([self.length[r] for r in rows], device=dev)  # [B]
+        slot_of = torch.tensor(rows, device=dev)[b_of]  # [T]
+        pos = start[b_of] + j_of  # [T] each token's own position in its slot
+        flat = b_of * W + j_of  # [T] where each token sits in the padded [B * W]
+        whole = rows == list(range(self.slots))  # every slot, in order: views, no gather
+
+        # self-attention bias [B, H, W, L]: relative position from each row's own positions
+        qpos = start[:, None] + torch.arange(W, device=dev)  # [B, W]
+        rel = torch.arange(L, device=dev) - qpos[:, :, None]  # [B, W, L] key - query
+        buckets = T5Attention._relative_position_bucket(
+            rel, bidirectional=False, num_buckets=self.rel.relative_attention_num_buckets,
+            max_distance=self.rel.relative_attention_max_distance)
+        bias = self.rel.relative_attention_bias(buckets).permute(0, 3, 1, 2)  # [B, H, W, L]
+        bias = bias.masked_fill((rel > 0)[:, None], self.min)  # causal: keys up to the query's own
+        xmask = self.xmask[:, :S] if whole else self.xmask[rows, :S]  # [B, S]
+        xbias = torch.zeros(B, 1, 1, S, dtype=bias.dtype, device=dev).masked_fill(~xmask[:, None, None], self.min)
+
+        def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+            # q [T, H*d_kv] packed -> [B, H, W, d_kv] padded; k, v [B, H, keys, d_kv]
+            qp = q.new_zeros(B * W, q.shape[-1]).index_copy_(0, flat, q)
+            qp = qp.view(B, W, self.heads, self.d_kv).transpose(1, 2)
+            out = F.scaled_dot_product_attention(qp, k, v, attn_mask=b, scale=1.0)  # [B, H, W, d_kv]
+            return out.transpose(1, 2).reshape(B * W, -1)[flat]  # [T, H*d_kv]
+
+        x = self.model.decoder.embed_tokens(ids)  # [T, d_model]
+        for l, block in enumerate(self.blocks):
+            sa, ca, ff = block.layer
+            h = sa.layer_norm(x)
+            att = sa.SelfAttention
+            self.k[l][slot_of, :, pos] = att.k(h).view(-1, self.heads, self.d_kv)  # each at its own position
+            self.v[l][slot_of, :, pos] = att.v(h).view(-1, self.heads, self.d_kv)
+            k = self.k[l][:, :, :L] if whole else self.k[l][rows, :, :L]  # [B, H, L, d_kv]
+            v = self.v[l][:, :, :L] if whole else self.v[l][rows, :, :L]
+            x = x + att.o(attend(att.q(h), k, v, bias))
+            h = ca.layer_norm(x)
+            att = ca.EncDecAttention
+            xk = self.xk[l][:, :, :S] if whole else self.xk[l][rows, :, :S]  # [B, H, S, d_kv]
+            xv = self.xv[l][:, :, :S] if whole else self.xv[l][rows, :, :S]
+            x = x + att.o(attend(att.q(h), xk, xv, xbias))
+            x = ff(x)  # x + feed-forward(norm(x)), on real tokens only
+        x = self.model.decoder.final_layer_norm(x) * self.scale
+        return self.model.lm_head(x)  # [T, vocab]
+
+
+@torch.inference_mode()
+def generate(
+    model: T5ForConditionalGeneration, sources: Sequence[Sequence[int]], slots: int = 32,
+    drafter: Drafter | None = None, max_new_tokens: int | Sequence[int] = 128,
+    window: int | WindowPolicy | None = None, do_sample: bool = False, temperature: float = 1.0,
+    top_p: float = 1.0, generator: torch.Generator | None = None,
+) -> tuple[list[list[int]], SpecStats]:
+    """T5's output ids (no start token, no EOS) for each source (ids ending in EOS), greedy or
+    sampled, drafted by ``drafter`` (None: one token per pass), ``slots`` sentences at a time.
+
+    ``window``: draft tokens per row and pass, a fixed number or a ``WindowPolicy`` (None: the
+    one measured for this model and slot count, see ``editspec.decoding.window``).
+    """
+    n, eos = len(sources), model.config.eos_token_id
+    budget = [max_new_tokens] * n if isinstance(max_new_tokens, int) else list(max_new_tokens)
+    out: list[list[int]] = [[] for _ in range(n)]
+    stats = SpecStats.empty(n)
+    slots = max(1, min(slots, n))
+    if drafter is not None:
+        drafter.prepare([list(s[:-1]) if s and s[-1] == eos else list(s) for s in sources], eos)
+        if not isinstance(window, WindowPolicy):
+            window = WindowPolicy.measured(model, slots) if window is None else WindowPolicy.fixed_size(window)
+    waiting = deque(i for i in range(n) if budget[i] > 0)
+    if not waiting:
+        return out, stats
+    dec = Decoder(model, slots, max(map(len, sources)), max(budget) + 1)
+    sentence: list[int | None] = [None] * slots  # which sentence each slot decodes
+    pending: list[int] = [dec.start] * slots  # the token each slot feeds next
+
+    while True:
+        free = [s for s in range(slots) if sentence[s] is None][: len(waiting)]
+        if free:  # finished rows leave; waiting sentences take their slots
+            new = [waiting.popleft() for _ in free]
+            dec.admit(free, [list(sources[i]) for i in new])
+            for s, i in zip(free, new):
+                sentence[s], pending[s] = i, dec.start
+        rows = [s for s in range(slots) if sentence[s] is not None]
+        if not rows:
+            return out, stats
+        # draft: at most the row's budget, cut after a drafted EOS
+        gamma = window.size(len(rows)) if drafter is not None else 0
+        drafts = []
+        for s in rows:
+            i = sentence[s]
+            room = min(gamma, budget[i] - len(out[i]) - 1)
+            d = list(drafter.propose(i, out[i], room))[:room] if room > 0 else []
+            drafts.append(d[: d.index(eos) + 1] if eos in d else d)
+        logits = dec.forward(rows, [[pending[s]] + d for s, d in zip(rows, drafts)])  # [T, vocab]
+        stats.passes += 1
+        if do_sample:
+            probs = t5.token_probs(logits, temperature, top_p)
+        else:
+            preds = logits.argmax(-1).tolist()
+        at = 0
+        for s, draft in zip(rows, drafts):
+            i, seg = sentence[s], slice(at, at + len(draft) + 1)  # predictions for draft + 1
+            at += len(draft) + 1
+            if do_sample:
+                k, own = _accept_sampled(probs[seg], draft, generator)
+            else:
+                k = next((j for j, (a, b) in enumerate(zip(draft, preds[seg])) if a != b), len(draft))
+                own = preds[seg][k]
+            new = draft[:k] if eos in draft[:k] else draft[:k] + [own]
+            dec.length[s] += 1 + k  # the pending token and the accepted draft are cached now
+            pending[s] = own
+            stats.proposed[i] += len(draft)
+            stats.accepted[i] += k
+            stats.row_passes[i] += 1
+            stats.tokens[i] += len(new)
+            out[i] += [t for t in new if t != eos]
+            if drafter is not None:
+                window.update(k, len(draft))
+            if new[-1] == eos or len(out[i]) >= budget[i]:
+                sentence[s] = None
+                if drafter is not None:
+                    drafter.finish(i)
+
+
+def inputs(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> list[list[int]]:
+    """The rows of a padded batch as id lists (EOS kept, padding dropped)."""
+    return [ids[: int(n)] for ids, n in zip(input_ids.tolist(), attention_mask.sum(-1).tolist())]
+
+
+def greedy(model: T5ForConditionalGeneration, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+           max_new_tokens: int = 128, slots: int | None = None) -> list[list[int]]:
+    """Greedy output ids per row, on the core (``t5.greedy``'s contract)."""
+    rows = inputs(input_ids, attention_mask)
+    return generate(model, rows, slots or len(rows), max_new_tokens=max_new_tokens)[0]
+
+
+def sample(model: T5ForConditionalGeneration, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+           max_new_tokens: int = 128, temperature: float = 1.0, top_p: float = 1.0,
+           generator: torch.Generator | None = None, slots: int | None = None) -> list[list[int]]:
+    """Sampled output ids per row (``t5.token_probs`` at every step), on the core."""
+    rows = inputs(input_ids, attention_mask)
+    return generate(model, rows, slots or len(rows), max_new_tokens=max_new_tokens, do_sample=True,
+                    temperature=temperature, top_p=top_p, generator=generator)[0]
