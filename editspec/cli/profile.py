@@ -1,0 +1,82 @@
+"""``editspec profile``: a latency report of EdiT5, T5, speculative T5 and their peers.
+
+The flags become the plain arguments of ``editspec.profiling.run.profile``::
+
+    editspec profile --data ABCN.dev.gold.bea19.m2 --limit 100 --modes t5 edit5 speculative --out runs/prof
+    wrote runs/prof/report.json, runs/prof/report.md and plots
+
+``--modes`` and ``--gamma`` are checked before torch loads, so a bad one fails at once with one
+line; the profiling modules (torch, transformers, matplotlib) load only when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from editspec.errors import EditspecError
+from editspec.profiling.modes import MODES, check_modes
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """The ``profile`` subcommand with its own options (the caller adds the model options)."""
+    p = sub.add_parser("profile", help="latency report: EdiT5 vs T5 vs speculative T5 and peers")
+    p.add_argument("--data", required=True,
+                   help="M2 file (S lines, detokenized; gold targets from annotator 0), "
+                        "source<TAB>target lines, or plain text (one sentence a line)")
+    p.add_argument("--limit", type=int, default=100, help="first N sentences (see --seed)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="with --limit: a random sample of N sentences drawn with this seed "
+                        "(W&I dev lists CEFR levels A, B, C, N in turn: the first N are level A)")
+    p.add_argument("--modes", nargs="+", default=None,
+                   help=f"modes to time, or 'none' (default: all; t5 always runs as the reference): "
+                        f"{' '.join(MODES)}")
+    p.add_argument("--out", required=True, help="output directory for report.json, report.md, plots")
+    p.add_argument("--warmup", type=int, default=5, help="untimed batches before timing")
+    p.add_argument("--architectures", action="store_true",
+                   help="also time t5-small, t5-base, EdiT5-small and EdiT5-base at real sizes with "
+                        "random weights and decoder steps forced from the gold targets")
+    p.add_argument("--trace", action="store_true",
+                   help="write a torch.profiler chrome trace of one batch per mode (trace-MODE.json)")
+    p.add_argument("--t5-draft", default=None,
+                   help="small T5 drafter for speculative-small and hf-assisted "
+                        "(default: the bundle's t5-draft/)")
+    p.add_argument("--gamma", default="4",
+                   help="initial draft window of the speculative modes (adapts up to 64), or 'all'")
+    p.add_argument("--prompt-lookup-tokens", type=int, default=10,
+                   help="prompt_lookup_num_tokens of hf-prompt-lookup")
+    p.add_argument("--dtype", default=None,
+                   help="float32, bfloat16, float16 or float64 (default: the checkpoints' own)")
+    return p
+
+
+def _gamma(value: str) -> int | str:
+    """--gamma: a positive integer, or 'all'."""
+    if value == "all":
+        return value
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        n = 0
+    if n < 1:
+        raise EditspecError(f"--gamma must be a positive integer or 'all', not {value!r}")
+    return n
+
+
+def run_profile(args: argparse.Namespace) -> int:
+    if getattr(args, "mode", None):
+        raise EditspecError("profile times several modes: use --modes")
+    modes = check_modes(args.modes or MODES) if set(args.modes or ()) != {"none"} else []
+    gamma = _gamma(args.gamma)
+    from editspec.profiling.run import profile  # torch: only once the flags are known to be good
+
+    options = {k: v for k, v in vars(args).items() if isinstance(v, (str, int, float, bool, list, type(None)))}
+    profile(args.data, args.out, modes, architectures=args.architectures, model=args.model, edit5=args.edit5,
+            t5=args.t5, t5_draft=args.t5_draft, device=args.device, threads=args.threads,
+            batch_size=args.batch_size, limit=args.limit, seed=args.seed, warmup=args.warmup, gamma=gamma,
+            prompt_lookup_tokens=args.prompt_lookup_tokens, dtype=args.dtype, trace=args.trace,
+            options=options, progress=sys.stderr.isatty())
+    out = Path(args.out)
+    print(f"wrote {out / 'report.json'}, {out / 'report.md'} and plots", file=sys.stderr)
+    return 0

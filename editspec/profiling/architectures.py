@@ -1,0 +1,186 @@
+"""T5 and EdiT5 at their real sizes, with random weights and decoder steps forced to gold lengths.
+
+Random weights decode nonsense of any length, so the work is forced to follow the gold targets:
+
+    T5      may not emit EOS (its logit is -inf) and runs len(target) + 1 steps
+    EdiT5   its tag classifier and pointer projections are overridden (forward hooks) to decode
+            the gold edits of ``editspec.tokenization.edits.convert``; its insertion decoder
+            runs len(insertions) steps (they end with EOS)
+
+For example, "She go to school yesterday." -> "She went to school yesterday." is 6 target
+tokens (the shipped tokenizer), so T5 runs 7 steps; EdiT5 keeps all but "go" and inserts "went"
+after "She", so its one-layer decoder runs 3 steps (<extra_id_1>, "went", EOS), whatever the weights. The run
+checks both: a different number of steps, or other edits than the gold ones, is an error.
+These numbers are marked ``forced-length``; the modes of trained models are ``trained``.
+Architectures take turns batch by batch, after ``warmup`` untimed batches, as the modes do.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Sequence
+
+import torch
+from tqdm import tqdm
+from transformers import T5Config, T5ForConditionalGeneration
+
+from editspec.errors import EditspecError
+from editspec.modeling import t5
+from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
+from editspec.profiling.clock import Clock, Recorder, Sample
+from editspec.profiling.data import batches, model_inputs
+from editspec.profiling.stats import median, summarize, summary
+from editspec.tokenization.edits import KEEP, TooFewMarkers, convert
+from editspec.tokenization.tokens import encode, marker_ids
+
+# Real sizes (T5 1.0 small/base; EdiT5 = T5's encoder + a one-layer insertion decoder, pointed markers).
+ARCHITECTURES = {
+    "t5-small": ("t5", dict(d_model=512, d_kv=64, d_ff=2048, num_heads=8, num_layers=6, num_decoder_layers=6)),
+    "t5-base": ("t5", dict(d_model=768, d_kv=64, d_ff=3072, num_heads=12, num_layers=12, num_decoder_layers=12)),
+    "edit5-small": ("edit5", dict(d_model=512, d_kv=64, d_ff=2048, num_heads=8, num_layers=6, num_decoder_layers=1)),
+    "edit5-base": ("edit5", dict(d_model=768, d_kv=64, d_ff=3072, num_heads=12, num_layers=12, num_decoder_layers=1)),
+}
+VOCAB = 32128
+
+
+def random_architecture(name: str, tokenizer, device, dtype=None, sizes: dict | None = None):
+    """(kind, a randomly initialised T5 or EdiT5 of the named size); ``sizes`` overrides the table."""
+    kind, size = (sizes or ARCHITECTURES)[name]
+    common = dict(vocab_size=max(size.get("vocab_size", VOCAB), len(tokenizer)), dropout_rate=0.0,
+                  pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+                  decoder_start_token_id=tokenizer.pad_token_id)
+    size = {k: v for k, v in size.items() if k != "vocab_size"}
+    torch.manual_seed(0)
+    if kind == "t5":
+        model = T5ForConditionalGeneration(T5Config(**common, **size))
+    else:
+        model = EdiT5Model(EdiT5Config(**common, marker_ids=marker_ids(tokenizer), **size))  # as shipped
+    model = model.to(device=device, dtype=dtype) if dtype is not None else model.to(device)
+    return kind, model.eval()
+
+
+def gold_edit5(batch_rows, edits_rows, d_model: int, device, dtype):
+    """Tag logits and pointer query/key vectors that make EdiT5 decode the gold edits:
+    key j = one-hot(j), query i = 100 · one-hot(gold successor of i), so query·key peaks at the
+    successor; EOS (position n) starts and ends the walk."""
+    batch, width = len(batch_rows), max(len(r) for r in batch_rows) + 1
+    tags = torch.full((batch, width, 2), 0.0)
+    query = torch.zeros(batch, width, d_model)
+    key = torch.zeros(batch, width, d_model)
+    key[:, torch.arange(width), torch.arange(width)] = 1.0
+    for b, (src, edits) in enumerate(zip(batch_rows, edits_rows)):
+        n = len(src)
+        keep = torch.tensor([t == KEEP for t in edits.tags] + [True])
+        tags[b, : n + 1, 1] = torch.where(keep, 10.0, -10.0)
+        tags[b, : n + 1, 0] = -tags[b, : n + 1, 1]
+        walk = [n] + list(edits.order) + [n]
+        for a, c in zip(walk, walk[1:]):
+            query[b, a, c] = 100.0
+    return tags.to(device, dtype), query.to(device, dtype), key.to(device, dtype)
+
+
+def profile_architectures(sources: list[str], targets: list[str], tokenizer, device, dtype=None,
+                          batch_size: int = 1, warmup: int = 5, names: Sequence[str] | None = None,
+                          sizes: dict | None = None, max_ids: int = 127, progress: bool = False) -> dict:
+    """report["architectures"]: each architecture on the gold pairs, decoder steps forced to the
+    gold lengths."""
+    sizes = sizes or ARCHITECTURES
+    names = list(names or sizes)
+    markers, eos, pad_id = marker_ids(tokenizer), tokenizer.eos_token_id, tokenizer.pad_token_id
+    for kind, size in (sizes[n] for n in names):  # the gold pointers are one-hot keys over d_model
+        if kind == "edit5":
+            max_ids = min(max_ids, size["d_model"] - 1)
+    src_enc, tgt_enc = encode(tokenizer, sources), encode(tokenizer, targets)
+    rows = []  # (sentence, source ids, target ids, edits)
+    for i, (s, t) in enumerate(zip(src_enc, tgt_enc)):
+        if not s.ids or len(s.ids) > max_ids or len(t.ids) > 2 * max_ids:
+            continue
+        try:
+            rows.append((i, s.ids, t.ids, convert(s.ids, t.ids, markers, eos)))
+        except TooFewMarkers:
+            continue
+    if not rows:
+        raise EditspecError("no sentence pair fits the architectures' input length")
+    rows.sort(key=lambda r: -len(r[1]))
+    groups = batches(rows, batch_size)
+    models = {name: random_architecture(name, tokenizer, device, dtype, sizes) for name in names}
+    clock = Clock(torch.device(device))
+    samples: dict[str, list[Sample]] = {name: [] for name in names}
+    forced: dict[str, list[int]] = {name: [] for name in names}
+
+    def no_eos(logits):
+        logits[..., eos] = float("-inf")
+        return logits
+
+    def run(name, group):
+        kind, model = models[name]
+        ids, mask = model_inputs([r[1] for r in group], eos, pad_id, device)
+        rec = Recorder(clock)
+        rec.time_module(model.encoder, "encoder")
+        if kind == "t5":
+            rec.time_module(model, "step")
+            steps = max(len(r[2]) for r in group) + 1  # the target, then EOS
+        else:
+            rec.mark_module(model.decoder.block[0], "step")
+            steps = max(len(r[3].insertions) for r in group)  # insertions end with EOS
+            dt = next(model.parameters()).dtype
+            tags, query, key = gold_edit5([r[1] for r in group], [r[3] for r in group],
+                                          model.config.d_model, device, dt)
+            rec.override(model.tag_classifier, lambda out: tags)
+            rec.override(model.pointer_query, lambda out: query)
+            rec.override(model.pointer_key, lambda out: key)
+        rec.override(model.lm_head, no_eos)
+        try:
+            with torch.inference_mode():
+                clock.sync()
+                start = clock.stamp()
+                if kind == "t5":
+                    outputs = t5.greedy(model, ids, mask, max_new_tokens=steps)
+                    end_dec = None
+                else:
+                    edits = model.generate_edits(ids, mask, max_insertion_tokens=steps)
+                    end_dec = clock.stamp()
+                    outputs = [e.insertions for e in edits]
+                end = clock.stamp()
+                clock.sync()
+        finally:
+            rec.close()
+        step_ms = rec.durations("step") if kind == "t5" else rec.steps("step", end_dec)
+        if len(step_ms) != steps:
+            raise RuntimeError(f"{name}: {len(step_ms)} decoder steps instead of the forced {steps}")
+        if kind == "edit5":  # the forcing must have produced the gold edits
+            for r, e in zip(group, edits):
+                if e.tags != r[3].tags or e.order != r[3].order:
+                    raise RuntimeError(f"forced EdiT5 decoded other edits than the gold ones (sentence {r[0]})")
+        return Sample(clock.ms(start, end), rec.total("encoder"), step_ms, None, outputs,
+                      [True] * len(outputs)), steps
+
+    for group in (groups * (warmup // max(1, len(groups)) + 1))[:warmup]:
+        for name in names:
+            run(name, group)
+    bar = tqdm(total=len(groups), desc="profiling", unit="batch", file=sys.stderr, dynamic_ncols=True,
+               disable=not progress)
+    for group in groups:
+        for name in names:
+            sample, steps = run(name, group)
+            samples[name].append(sample)
+            forced[name].append(steps)
+        bar.update(1)
+    bar.close()
+
+    report = {}
+    base = median(summary([s.latency for s in samples["t5-base"]])) if "t5-base" in samples else None
+    for name in names:
+        kind, model = models[name]
+        entry = summarize(samples[name], None, "forced-length", None)
+        entry.pop("identical_to_t5"), entry.pop("acceptance_rate"), entry.pop("speedup_vs_t5")
+        entry.pop("output_tokens"), entry.pop("tokens_per_pass", None)
+        entry["speedup_vs_t5_base"] = base / entry["latency_ms"]["median"] if base else None
+        entry["forced_steps"] = summary(forced[name])
+        entry["kind"] = kind
+        entry["config"] = {k: getattr(model.config, k) for k in
+                           ("vocab_size", "d_model", "d_ff", "num_heads", "num_layers", "num_decoder_layers")}
+        entry["parameters"] = sum(p.numel() for p in model.parameters())
+        entry["sentences"] = len(rows)
+        report[name] = entry
+    return report

@@ -1,0 +1,289 @@
+"""The modes on trained models: each mode decodes the same batches, taking turns batch by batch.
+
+``profile_modes`` encodes the sentences once, sorts them longest first and cuts batches (batch
+size 1: per sentence); after ``warmup`` untimed batches, every batch runs T5 first (the reference)
+and then each other mode, so that a change in machine load hits all of them alike. A
+``Profiler.run`` of one mode on one batch gives a ``Sample``::
+
+    latency   input ids on the device -> output ids (tokenizing and rendering text excluded:
+              they are the same for every mode)
+    encoder   the encoder pass of T5 (the verifier) or of EdiT5
+    decoder   one entry per decoder pass: a T5 step (one token per row), a verifier pass over
+              a window of draft tokens, or a step of EdiT5's one-layer insertion decoder
+    draft     the drafter's work: EdiT5's tags, pointers and insertions; the small T5's
+              encoder and steps; the copy/perfect drafters' n-gram lookups
+    other     the rest: EdiT5's tag layer and pointer walk; argmax and bookkeeping
+
+For example, a speculative sample of 3 verifier passes is latency = encoder + (pass 1 + pass 2 +
+pass 3) + draft (EdiT5 once, lookups before each pass) + other.
+
+The decoding code is not changed to be timed (``editspec.profiling.clock``): forward hooks on
+``model.encoder`` and on the T5 model itself (every pass of ``t5.decode_step`` and of
+``generate`` is one call of the model), a pre-hook on the first block of EdiT5's insertion
+decoder (a step runs from one call to the next; the last until ``generate_edits`` returns), a
+``TimedDrafter`` around our drafters and a wrapper around the assistant's ``generate`` in
+``hf-assisted``. Each output is compared with T5's greedy output of the same batch
+(``identical_to_t5``).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+from tqdm import tqdm
+
+from editspec.decoding import speculative
+from editspec.errors import EditspecError
+from editspec.modeling import t5
+from editspec.profiling.clock import Clock, Recorder, Sample
+from editspec.profiling.data import batches, model_inputs
+from editspec.profiling.drafters import TimedDrafter
+from editspec.profiling.modes import BATCH_ONE, MODES, NEEDS, REFERENCE, SPECULATIVE
+from editspec.profiling.stats import median, summarize, summary
+from editspec.tokenization.edits import realize
+from editspec.tokenization.tokens import encode, marker_ids, render_ids
+
+
+@dataclass
+class Batch:
+    index: list[int]  # sentence numbers
+    encoded: list  # editspec.tokenization.tokens.Encoded per row (T5's tokenizer; EdiT5's when no T5)
+    ids: torch.Tensor
+    mask: torch.Tensor
+    edit5_encoded: list | None = None
+    edit5_ids: torch.Tensor | None = None
+    edit5_mask: torch.Tensor | None = None
+
+    @property
+    def max_new(self) -> int:
+        return 2 * self.ids.shape[1] + 16  # as editspec.corrector: GEC output is about as long as its input
+
+
+class Profiler:
+    """Loaded models and the mode functions; each mode runs one batch into a ``Sample``."""
+
+    def __init__(self, t5=None, t5_tokenizer=None, edit5=None, edit5_tokenizer=None, small=None,
+                 gamma: int | str = 4, prompt_lookup_tokens: int = 10):
+        self.t5, self.t5_tokenizer = t5, t5_tokenizer
+        self.edit5, self.edit5_tokenizer = edit5, edit5_tokenizer
+        self.small, self.gamma, self.prompt_lookup_tokens = small, gamma, prompt_lookup_tokens
+        self.markers = marker_ids(edit5_tokenizer) if edit5 is not None else []
+        self.shared_vocab = (t5 is not None and edit5 is not None
+                             and t5_tokenizer.get_vocab() == edit5_tokenizer.get_vocab())
+        model = t5 if t5 is not None else edit5
+        self.device = model.device
+        self.clock = Clock(self.device)
+        self.tokenizer = t5_tokenizer if t5 is not None else edit5_tokenizer
+
+    def unavailable(self, mode: str) -> str | None:
+        """Why ``mode`` cannot run with these models, or None."""
+        have = {"t5": self.t5, "edit5": self.edit5, "t5-draft": self.small}
+        missing = [k for k in NEEDS[mode] if have[k] is None]
+        if missing:
+            return f"no {' and no '.join(missing)} model" + (
+                " (bundle's t5-draft/ or --t5-draft)" if "t5-draft" in missing else "")
+        if mode == "speculative" and not self.shared_vocab:
+            return "EdiT5 and T5 use different tokenizers (the profiler's EdiT5 drafter reads T5's ids)"
+        return None
+
+    def make_batch(self, index: list[int], encoded: list, edit5_encoded: list | None) -> Batch:
+        tok = self.tokenizer
+        ids, mask = model_inputs([encoded[i].ids for i in index], tok.eos_token_id, tok.pad_token_id, self.device)
+        batch = Batch(index, [encoded[i] for i in index], ids, mask)
+        if self.edit5 is not None:
+            if edit5_encoded is None:
+                batch.edit5_encoded, batch.edit5_ids, batch.edit5_mask = batch.encoded, ids, mask
+            else:
+                rows = [edit5_encoded[i] for i in index]
+                batch.edit5_encoded = rows
+                batch.edit5_ids, batch.edit5_mask = model_inputs(
+                    [r.ids for r in rows], self.edit5_tokenizer.eos_token_id,
+                    self.edit5_tokenizer.pad_token_id, self.device)
+        return batch
+
+    # -- one mode on one batch --
+
+    def run(self, mode: str, batch: Batch, reference: list[list[int]] | None = None) -> Sample:
+        """``reference``: T5's greedy outputs of the batch (the perfect drafter's drafts)."""
+        rec = Recorder(self.clock)
+        timed = None
+        if mode == "edit5":
+            rec.time_module(self.edit5.encoder, "encoder")
+            rec.mark_module(self.edit5.decoder.block[0], "step")
+        else:
+            rec.time_module(self.t5.encoder, "encoder")
+            rec.time_module(self.t5, "step")
+        if mode == "hf-assisted":
+            rec.time_module(self.small.encoder, "draft")
+            rec.wrap(self.small, "generate", "draft")
+        spec = None
+        try:
+            self.clock.sync()
+            start = self.clock.stamp()
+            if mode == "edit5":
+                outputs, end_of_decoder = self._edit5(batch)
+            elif mode in SPECULATIVE:
+                timed = TimedDrafter(self._drafter(mode, reference), rec)
+                outputs, stats = self._speculative(batch, timed)
+            else:
+                outputs = self._t5(mode, batch)
+            end = self.clock.stamp()
+            self.clock.sync()
+        finally:
+            rec.close()
+        if timed is not None:
+            timed.finish(outputs, stats)
+            spec = {"proposed": sum(stats.proposed), "accepted": sum(stats.accepted),
+                    "tokens": sum(stats.tokens), "row_passes": sum(stats.row_passes)}
+        if mode == "edit5":
+            steps = rec.steps("step", end_of_decoder)
+            finished = [True] * len(outputs)
+        else:
+            steps = rec.durations("step")
+            finished = [len(o) < batch.max_new for o in outputs]
+        return Sample(
+            latency=self.clock.ms(start, end), encoder=rec.total("encoder"), steps=steps,
+            draft=rec.total("draft") if (timed is not None or mode == "hf-assisted") else None,
+            outputs=outputs, finished=finished, passes=timed.passes if timed else [], spec=spec)
+
+    def _edit5(self, batch: Batch):
+        ids = batch.edit5_ids
+        with torch.inference_mode():
+            edits = self.edit5.generate_edits(ids, batch.edit5_mask, max_insertion_tokens=max(32, ids.shape[1] + 16))
+        end_of_decoder = self.clock.stamp()
+        eos = self.edit5_tokenizer.eos_token_id
+        return [realize(e.ids, ed, self.markers, eos) for e, ed in zip(batch.edit5_encoded, edits)], end_of_decoder
+
+    def _drafter(self, mode: str, reference):
+        if mode == "speculative":
+            return speculative.EdiT5Drafter(self.edit5, tokenizer=self.t5_tokenizer, markers=self.markers)
+        if mode == "speculative-copy":
+            return speculative.CopyDrafter()
+        if mode == "speculative-small":
+            return speculative.SmallT5Drafter(self.small, tokenizer=self.t5_tokenizer)
+        return speculative.StaticDrafter(reference, tokenizer=self.t5_tokenizer)
+
+    def _speculative(self, batch: Batch, drafter):
+        return speculative.speculative_generate(self.t5, batch.ids, batch.mask, drafter, max_new_tokens=batch.max_new,
+                                                gamma=self.gamma, tokenizer=self.t5_tokenizer)
+
+    def _t5(self, mode: str, batch: Batch) -> list[list[int]]:
+        """Our greedy T5 (``t5``), or transformers' ``generate`` (the hf-* peers)."""
+        if mode == "t5":
+            return t5.greedy(self.t5, batch.ids, batch.mask, max_new_tokens=batch.max_new)
+        extra = {}
+        if mode == "hf-assisted":
+            extra = {"assistant_model": self.small}
+        elif mode == "hf-prompt-lookup":
+            extra = {"prompt_lookup_num_tokens": self.prompt_lookup_tokens}
+        with torch.inference_mode():
+            out = self.t5.generate(input_ids=batch.ids, attention_mask=batch.mask, do_sample=False, num_beams=1,
+                                   max_new_tokens=batch.max_new, **extra)
+        eos = self.t5.config.eos_token_id
+        rows = [row[1:] for row in out.tolist()]  # no start token; cut at EOS (then padding)
+        return [row[: row.index(eos)] if eos in row else row for row in rows]
+
+    def same_as_t5(self, mode: str, batch: Batch, outputs: list[list[int]],
+                   reference: list[list[int]]) -> list[bool]:
+        """Per row: the output equals T5's greedy output (ids; text when EdiT5 has another
+        vocabulary, both rendered by aligning them to the source)."""
+        if mode != "edit5" or self.shared_vocab:
+            return [a == b for a, b in zip(outputs, reference)]
+        mine = [render_ids(self.edit5_tokenizer, e, o) for e, o in zip(batch.edit5_encoded, outputs)]
+        theirs = [render_ids(self.t5_tokenizer, e, o) for e, o in zip(batch.encoded, reference)]
+        return [a == b for a, b in zip(mine, theirs)]
+
+
+# -- the whole run --
+
+
+def profile_modes(profiler: Profiler, sources: list[str], modes: Sequence[str], batch_size: int = 1,
+                  warmup: int = 5, max_ids: int | None = None, trace_dir: Path | None = None,
+                  progress: bool = False) -> tuple[dict, dict]:
+    """(report["modes"], raw per-sample data for the plots). ``t5`` is always run: it is the
+    reference of ``speedup_vs_t5`` and ``identical_to_t5`` (and the perfect drafter's draft)."""
+    encoded = encode(profiler.tokenizer, sources)
+    edit5_encoded = None
+    if profiler.edit5 is not None and not profiler.shared_vocab:
+        edit5_encoded = encode(profiler.edit5_tokenizer, sources)
+    fits = lambda e: e.ids and (max_ids is None or len(e.ids) <= max_ids)  # noqa: E731
+    keep = [i for i, e in enumerate(encoded) if fits(e) and (edit5_encoded is None or fits(edit5_encoded[i]))]
+    order = sorted(keep, key=lambda i: -len(encoded[i].ids))  # as editspec correct batches
+    groups = [profiler.make_batch(b, encoded, edit5_encoded) for b in batches(order, batch_size)]
+    report: dict = {}
+    run_modes = []
+    for mode in [REFERENCE] + [m for m in modes if m != REFERENCE]:
+        why = profiler.unavailable(mode)
+        if why:
+            report[mode] = {"status": "skipped", "reason": why}
+        else:
+            run_modes.append(mode)
+    samples: dict[str, list[Sample]] = {m: [] for m in run_modes}
+    same: dict[str, list[bool]] = {m: [] for m in run_modes}
+    unsupported: dict[str, str] = {}
+
+    def one(mode, batch, reference, keep_sample: bool):
+        if mode in unsupported:
+            return None
+        try:
+            sample = profiler.run(mode, batch, reference)
+        except ValueError as e:  # transformers refuses assisted generation at batch size > 1
+            if mode in BATCH_ONE and len(batch.index) > 1:
+                unsupported[mode] = f"transformers refused batch size {len(batch.index)}: {e}"
+                return None
+            raise
+        if keep_sample:
+            samples[mode].append(sample)
+        return sample
+
+    if REFERENCE not in run_modes:
+        raise EditspecError(f"the profile needs a T5 model (the reference): {report[REFERENCE]['reason']}")
+    if not groups:
+        raise EditspecError("no sentence fits the models' input length")
+    for batch in (groups * (warmup // max(1, len(groups)) + 1))[:warmup]:
+        reference = one(REFERENCE, batch, None, False).outputs
+        for mode in run_modes[1:]:
+            one(mode, batch, reference, False)
+    bar = tqdm(total=len(groups), desc="profiling", unit="batch", file=sys.stderr, dynamic_ncols=True,
+               disable=not progress)
+    for batch in groups:
+        reference = one(REFERENCE, batch, None, True).outputs
+        same[REFERENCE] += [True] * len(reference)
+        for mode in run_modes[1:]:
+            sample = one(mode, batch, reference, True)
+            if sample is not None:
+                same[mode] += profiler.same_as_t5(mode, batch, sample.outputs, reference)
+        bar.update(1)
+    bar.close()
+
+    if trace_dir is not None:
+        reference = profiler.run(REFERENCE, groups[0]).outputs
+        for mode in run_modes:
+            if mode not in unsupported:
+                trace(lambda: profiler.run(mode, groups[0], reference), trace_dir / f"trace-{mode}.json",
+                      profiler.device)
+
+    t5_latency = median(summary([s.latency for s in samples[REFERENCE]]))
+    t5_step = median(summary([x for s in samples[REFERENCE] for x in s.steps]))
+    for mode in run_modes:
+        if mode in unsupported:
+            report[mode] = {"status": "unsupported", "reason": unsupported[mode]}
+        else:
+            report[mode] = summarize(samples[mode], same[mode], "trained", t5_latency, t5_step)
+            if mode == "edit5":  # its outputs are not what its decoder emits
+                report[mode].pop("tokens_per_pass", None)
+    ordered = {m: report[m] for m in MODES if m in report}
+    return ordered, {"samples": samples, "sentences": len(keep), "skipped_long": len(sources) - len(keep)}
+
+
+def trace(fn: Callable[[], object], path: Path, device: torch.device) -> None:
+    """A torch.profiler chrome trace of one call (record_function labels of editspec.modeling.t5 show)."""
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profile(activities=activities) as prof:
+        fn()
+    prof.export_chrome_trace(str(path))

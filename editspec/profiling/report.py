@@ -1,0 +1,150 @@
+"""The report files: ``report.json`` (every number), ``report.md`` (tables) and the plots.
+
+``report.json`` holds the run's settings (device, threads, torch and transformers versions,
+dtype, data, batch size, warm-up, γ, the options) and one entry per mode and architecture. A
+mode that ran has ``"status": "ok"`` and summaries in ms (``latency_ms``, ``encoder_ms``,
+``decoder_ms``, ``decoder_step_ms``, ``draft_ms``, ``other_ms``, each ``{"median", "p90",
+"p95", "mean", "n"}``), ``speedup_vs_t5``, ``identical_to_t5``, and for the speculative modes the
+acceptance counts and Leviathan et al.'s expected speedup; a mode that could not run has
+``"status": "skipped"`` or ``"unsupported"`` and a ``reason``. ``markdown`` writes them as
+tables, one row a mode, e.g.::
+
+    | mode | latency | p90 | mean | encoder | decoder ms/step | steps | decoder | draft | other | speedup vs t5 | ...
+    | `t5` | <ms> | <ms> | <ms> | <ms> | <ms> | <steps> | <ms> | – | <ms> | 1.00 | 1.000 | – | 1.00 |
+
+and a skipped mode as a note below the table (``- `speculative-small`: skipped: no t5-draft model``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from editspec.profiling.plots import plots
+from editspec.profiling.stats import median
+
+
+def write_report(out: Path, report: dict, raw: dict | None) -> None:
+    """report.json, report.md and the plots in ``out`` (``raw``: the modes' samples, for the plots)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    (out / "report.md").write_text(markdown(report), encoding="utf-8")
+    plots(out, report, raw)
+
+
+def _f(x, digits: int = 2) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, float):
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+def markdown(report: dict) -> str:
+    unit = "sentence" if report["batch_size"] == 1 else f"batch of {report['batch_size']}"
+    lines = [
+        "# editspec latency profile", "",
+        f"- device: {report['device']}; threads: {report['threads']}; dtype: {report['dtype']}",
+        f"- torch {report['torch']}, transformers {report['transformers']}",
+        f"- data: {report['data']}: {report['sentences']} sentences "
+        f"({report['skipped_long']} longer than the models' input skipped); batch size "
+        f"{report['batch_size']}; warm-up {report['warmup']} batches; γ = {report['gamma']}",
+        "- options: " + ", ".join(f"{k}={v}" for k, v in report.get("options", {}).items()
+                                  if v not in (None, False) and k != "command"), "",
+    ]
+    if report.get("spelling"):
+        s = report["spelling"]
+        lines[-1:-1] = [f"- spelling (`editspec.text.spelling`, on the text before every mode, not in the "
+                        f"latencies below): median {s['median']:.3f} ms per sentence, p90 {s['p90']:.3f}; "
+                        f"loaded once in {s['load_seconds']:.1f} s"]
+    for kind, r in (report.get("rescoring") or {}).items():
+        name = "EdiT5" if kind == "edit5" else "T5"
+        lines[-1:-1] = [f"- rescoring with the {name} (`editspec.decoding.rescoring`, on its "
+                        f"output, not in the latencies below): median {r['median']:.2f} ms per sentence, p90 "
+                        f"{r['p90']:.2f}, mean {r['mean']:.2f} ({r['changed']} of {r['n']} outputs changed)"]
+        if r.get("real_words"):
+            w = r["real_words"]
+            lines[-1:-1] = [f"- made-up words check on the {name}'s output "
+                            f"(`editspec.text.guard.real_words`, not in the latencies below): median "
+                            f"{w['median']:.3f} ms per sentence, p90 {w['p90']:.3f}"]
+    modes = report.get("modes") or {}
+    if modes:
+        lines += [
+            f"## Modes (trained models; ms per {unit}, medians unless marked)", "",
+            "| mode | latency | p90 | mean | encoder | decoder ms/step | steps | decoder | draft | other "
+            "| speedup vs t5 | identical to t5 | acceptance | tokens/pass |",
+            "|---|" + "---:|" * 13,
+        ]
+        notes = []
+        for mode, e in modes.items():
+            if e.get("status") != "ok":
+                notes.append(f"- `{mode}`: {e['status']}: {e['reason']}")
+                continue
+            lines.append("| " + " | ".join([
+                f"`{mode}`", _f(e["latency_ms"]["median"]), _f(e["latency_ms"]["p90"]), _f(e["latency_ms"]["mean"]),
+                _f(median(e["encoder_ms"])), _f(median(e["decoder_step_ms"]), 3),
+                _f(median(e["decoder_steps"]), 1), _f(median(e["decoder_ms"])), _f(median(e["draft_ms"])),
+                _f(median(e["other_ms"])), _f(e["speedup_vs_t5"]), _f(e["identical_to_t5"], 3),
+                _f(e["acceptance_rate"], 3), _f(e.get("tokens_per_pass")),
+            ]) + " |")
+        lines += [""] + notes + ([""] if notes else [])
+        lines += [
+            "Steps: decoder passes per " + unit + " (T5: one per token; speculative and hf-assisted/"
+            "prompt-lookup: verifier passes; edit5: insertion-decoder steps). Draft: time in the "
+            "drafter (EdiT5, small T5, n-gram lookups). Other: latency minus encoder, decoder and "
+            "draft (edit5: tag layer and pointer walk). Identical: share of sentences whose output "
+            "equals our T5 greedy output (ids; text for an EdiT5 with another vocabulary). "
+            "Acceptance: accepted / proposed draft tokens. `hf-prompt-lookup` looks n-grams up in "
+            "the decoder's own ids (transformers), never in the source sentence, unlike "
+            "`speculative-copy`.", "",
+        ]
+        spec = {m: e for m, e in modes.items() if e.get("status") == "ok" and e.get("leviathan")}
+        if spec:
+            lines += [
+                "## Speculative decoding: expected (Leviathan et al.) vs measured", "",
+                "α: per-token acceptance (accepted / (accepted + rejections)); γ: mean draft tokens "
+                "per verifier pass (adaptive here, fixed in the formula); c: draft time per proposed "
+                "token / median single-token step of `t5`. Expected speedup (1 − α^(γ+1)) / ((1 − α)(γc + 1)) "
+                "assumes a verifier pass costs one single-token step; the measured speedup is "
+                "median t5 latency / median mode latency in this run. `speculative-perfect` "
+                "(T5's own greedy output as the draft) is the limit of a perfect drafter.", "",
+                "| mode | α | γ | c | expected tokens/pass | measured tokens/pass | expected speedup "
+                "| measured speedup |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|",
+            ]
+            for mode, e in spec.items():
+                lv = e["leviathan"]
+                lines.append(f"| `{mode}` | {_f(lv['alpha'], 3)} | {_f(lv['gamma'])} | {_f(lv['c'], 3)} | "
+                             f"{_f(lv['expected_tokens_per_pass'])} | {_f(e['tokens_per_pass'])} | "
+                             f"{_f(lv['expected_speedup'])} | {_f(e['speedup_vs_t5'])} |")
+            lines.append("")
+    arch = report.get("architectures") or {}
+    if arch:
+        lines += [
+            "## Architectures at real sizes (random weights, FORCED lengths)", "",
+            "Not trained models: decoder steps are forced to the gold targets (T5: target tokens + "
+            "EOS; EdiT5: gold tags and order, insertion tokens + EOS). These numbers reproduce the "
+            f"structure of the EdiT5 case study (encoder ms, decoder ms/step × steps). ms per {unit}, medians.", "",
+            "| architecture | parameters | latency | encoder | decoder ms/step | steps | decoder | other "
+            "| speedup vs t5-base |",
+            "|---|" + "---:|" * 8,
+        ]
+        for name, e in arch.items():
+            lines.append("| " + " | ".join([
+                f"`{name}`", f"{e['parameters'] / 1e6:.0f}M", _f(e["latency_ms"]["median"]),
+                _f(median(e["encoder_ms"])), _f(median(e["decoder_step_ms"]), 3), _f(median(e["decoder_steps"]), 1),
+                _f(median(e["decoder_ms"])), _f(median(e["other_ms"])), _f(e["speedup_vs_t5_base"]),
+            ]) + " |")
+        lines.append("")
+        for big, small in (("t5-base", "edit5-base"), ("t5-small", "edit5-small")):
+            if big in arch and small in arch:
+                a, b = median(arch[big]["decoder_ms"]), median(arch[small]["decoder_ms"])
+                if a and b:
+                    paper = " (the paper's GPU case study: 14.5×)" if big == "t5-base" else ""
+                    lines.append(f"- median decoder time {big} / {small}: {a / b:.1f}×{paper}")
+        lines.append("")
+    files = (["latency_breakdown.png", "latency_vs_length.png", "accepted_per_pass.png"] if modes else []) \
+        + (["architectures.png"] if arch else [])
+    lines += ["Plots: " + ", ".join(f"`{f}`" for f in files) + ".", ""]
+    return "\n".join(lines)
+

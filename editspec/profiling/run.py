@@ -1,0 +1,131 @@
+"""One profile run: load the models, time the modes and the architectures, write the report.
+
+``profile("dev.m2", "runs/prof", modes=["speculative"], limit=100)`` reads 100 sentences
+(``editspec.profiling.data``), loads the bundle as ``editspec correct`` does (plus its
+``t5-draft/`` when a mode needs it), times T5 (always: the reference) and the speculative mode on
+the same batches (``editspec.profiling.profiler``), the spelling and rescoring steps apart when
+the bundle turns them on (``editspec.profiling.side_steps``), and with ``architectures=True``
+random T5/EdiT5 at real sizes (``editspec.profiling.architectures``); then writes report.json,
+report.md and the plots into ``out`` (``editspec.profiling.report``) and returns the report.
+The number of CPU threads is fixed for the whole run.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+from typing import Sequence
+
+import torch
+import transformers
+
+from editspec.corrector import Corrector
+from editspec.errors import EditspecError
+from editspec.modeling.loading import DEFAULT_MODEL, quiet_transformers, resolve_device, resolve_models
+from editspec.modeling.t5 import load_t5
+from editspec.profiling.architectures import profile_architectures
+from editspec.profiling.data import read_data
+from editspec.profiling.modes import NEEDS, check_modes
+from editspec.profiling.profiler import Profiler, profile_modes
+from editspec.profiling.report import write_report
+from editspec.profiling.side_steps import time_rescoring, time_spelling
+from editspec.tokenization.tokens import load_tokenizer
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16,
+          "float16": torch.float16}
+
+
+def device_name(device: torch.device) -> str:
+    """"cuda:0: NVIDIA H100 80GB HBM3", or the CPU's model name and cores."""
+    if device.type == "cuda":
+        return f"{device}: {torch.cuda.get_device_name(device)}"
+    name = platform.processor() or platform.machine()
+    try:
+        for line in open("/proc/cpuinfo", encoding="utf-8"):
+            if line.startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"cpu: {name} ({os.cpu_count()} cores)"
+
+
+def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str] = (), *,
+            architectures: bool = False, model: str | None = None, edit5: str | None = None,
+            t5: str | None = None, t5_draft: str | None = None, device: str | None = None,
+            threads: int | None = None, batch_size: int = 1, limit: int | None = 100,
+            seed: int | None = None, warmup: int = 5, gamma: int | str = 4,
+            prompt_lookup_tokens: int = 10, dtype: str | None = None, trace: bool = False,
+            options: dict | None = None, progress: bool = False) -> dict:
+    """Profile ``modes`` (and with ``architectures`` the random architectures) on the sentences
+    of ``data``; write the report into ``out`` and return it. ``gamma``: the speculative modes'
+    initial draft window, or "all"; ``dtype``: a name of ``DTYPES`` (None: the checkpoints' own);
+    ``options``: recorded as given (the CLI's flags)."""
+    modes = check_modes(modes)
+    if batch_size < 1:
+        raise EditspecError("batch size must be at least 1")
+    if warmup < 0:
+        raise EditspecError("--warmup must be 0 or more")
+    if dtype is not None and dtype not in DTYPES:
+        raise EditspecError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
+    torch_dtype = DTYPES[dtype] if dtype is not None else None
+    if not modes and not architectures:
+        raise EditspecError("nothing to profile: give --modes or --architectures")
+    sources, targets = read_data(data, limit, seed)
+    if architectures and targets is None:
+        raise EditspecError("--architectures forces decoder steps from gold targets: give an M2 file or "
+                            "source<TAB>target lines")
+    torch.set_num_threads(threads or torch.get_num_threads())  # fixed for the whole run
+    dev = resolve_device(device)
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise EditspecError(f"--out {out} is not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    report: dict = {
+        "device": device_name(dev), "threads": torch.get_num_threads(), "sentences": 0,
+        "batch_size": batch_size, "torch": torch.__version__, "transformers": transformers.__version__,
+        "dtype": dtype or "the checkpoints' (random architectures: float32)",
+        "data": str(data), "limit": limit, "seed": seed,
+        "warmup": warmup, "gamma": gamma, "prompt_lookup_tokens": prompt_lookup_tokens,
+        "skipped_long": 0, "options": dict(options or {}), "modes": {}, "architectures": {},
+    }
+    raw = None
+    tokenizer = None
+    with quiet_transformers():
+        if modes:
+            corrector = Corrector.from_pretrained(model, edit5=edit5, t5=t5, device=dev)
+            small = None
+            draft_dir = t5_draft
+            if draft_dir is None:
+                root = Path(model) if model else DEFAULT_MODEL
+                draft_dir = root / "t5-draft" if (root / "t5-draft" / "config.json").is_file() else None
+            if draft_dir is not None and any(NEEDS[m][-1] == "t5-draft" for m in modes):
+                small, small_tok = load_t5(draft_dir, device=dev)
+                if corrector.t5_tokenizer is not None and small_tok.get_vocab() != corrector.t5_tokenizer.get_vocab():
+                    raise EditspecError(f"the small T5 at {draft_dir} has another tokenizer than the T5")
+            if torch_dtype is not None:
+                for m in (corrector.t5, corrector.edit5, small):
+                    if m is not None:
+                        m.to(torch_dtype)
+            profiler = Profiler(corrector.t5, corrector.t5_tokenizer, corrector.edit5, corrector.edit5_tokenizer,
+                                small, gamma=gamma, prompt_lookup_tokens=prompt_lookup_tokens)
+            max_ids = min(n for _, n in corrector.limits)
+            report["modes"], raw = profile_modes(profiler, sources, modes, batch_size, warmup, max_ids,
+                                                 out if trace else None, progress=progress)
+            report["sentences"], report["skipped_long"] = raw["sentences"], raw["skipped_long"]
+            if corrector.spelling:
+                report["spelling"] = time_spelling(sources, warmup)
+            if corrector.rescore:
+                report["rescoring"] = time_rescoring(corrector, sources, warmup)
+            tokenizer = profiler.tokenizer
+        if architectures:
+            if tokenizer is None:
+                edit5_path, t5_path = resolve_models(model, edit5, t5) if (model or edit5 or t5) else (None, None)
+                tokenizer = load_tokenizer(t5_path or edit5_path or DEFAULT_MODEL / "tokenizer")
+            report["architectures"] = profile_architectures(sources, targets, tokenizer, dev, torch_dtype,
+                                                            batch_size, warmup, progress=progress)
+            if not modes:
+                report["sentences"] = next(iter(report["architectures"].values()))["sentences"]
+    write_report(out, report, raw)
+    return report

@@ -1,0 +1,76 @@
+"""The text steps around the model, timed apart from the modes.
+
+They are the same whichever mode runs, so they are not in any mode's latency:
+
+    spelling     before the model: ``editspec.text.spelling`` respells the text ("I recieve your
+                 leter." -> "I receive your letter."); its dictionaries load once per process
+                 (``load_seconds``)
+    rescoring    after the model: ``editspec.decoding.rescoring`` undoes the edits the output
+                 model scores the sentence better without, timed on that model's own outputs
+    real_words   after the model, with spelling on: the check for made-up words
+                 (``editspec.text.guard.real_words``)
+
+Each is timed one sentence at a time with ``time.perf_counter``, after ``warmup`` untimed ones,
+and summarized as ``{"median", "p90", "p95", "mean", "n"}`` in ms per sentence.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+from editspec.corrector import Corrector
+from editspec.decoding.rescoring import rescore, scorer
+from editspec.profiling.stats import summary
+from editspec.text.guard import real_words
+from editspec.text.spelling import load_speller, respell_all
+
+
+def time_spelling(sources: Sequence[str], warmup: int) -> dict:
+    """ms per sentence of the spelling step, and the seconds its first load took (0 if this process
+    had loaded it before)."""
+    start = time.perf_counter()
+    speller = load_speller()  # the first call loads the dictionaries: a once-per-process cost
+    load_seconds = time.perf_counter() - start
+    for text in sources[:warmup]:
+        speller.respell(text)
+    times = []
+    for text in sources:
+        start = time.perf_counter()
+        speller.respell(text)
+        times.append((time.perf_counter() - start) * 1e3)
+    return {**summary(times), "load_seconds": load_seconds}
+
+
+def time_rescoring(corrector: Corrector, sources: Sequence[str], warmup: int) -> dict:
+    """ms per sentence of rescoring for each model ``corrector`` holds ({"edit5": ..., "t5": ...}),
+    on that model's own outputs of ``sources`` (as the corrector reads them); ``changed`` counts
+    the outputs it had edits to score. With the spelling step on, ``real_words`` times the check
+    for made-up words on the same outputs."""
+    units = list(sources)
+    if corrector.spelling:
+        units, knows = respell_all(units), load_speller().knows
+    timed = {}
+    for kind in ("edit5", "t5"):
+        model, tok = getattr(corrector, kind), getattr(corrector, f"{kind}_tokenizer")
+        if model is None:
+            continue
+        plain = Corrector(kind, **{kind: model, f"{kind}_tokenizer": tok}, paths=corrector.paths,
+                          max_edit_words=corrector.max_edit_words)
+        outputs, score = plain.correct(units), scorer(model, tok)
+        for unit, output in zip(units[:warmup], outputs[:warmup]):
+            rescore([unit], [output], score)
+        times = []
+        for unit, output in zip(units, outputs):
+            start = time.perf_counter()
+            rescore([unit], [output], score)
+            times.append((time.perf_counter() - start) * 1e3)
+        timed[kind] = {**summary(times), "changed": sum(o != u for o, u in zip(outputs, units))}
+        if corrector.spelling:
+            times = []
+            for unit, output in zip(units, outputs):
+                start = time.perf_counter()
+                real_words(unit, output, knows)
+                times.append((time.perf_counter() - start) * 1e3)
+            timed[kind]["real_words"] = summary(times)
+    return timed

@@ -1,0 +1,127 @@
+"""`editspec profile` end to end (editspec/cli/profile.py -> editspec/profiling/run.py): a smoke
+run of the harness on 5 sentences with the tiny random bundle. Benchmarks are commands, not
+tests: these check the report's structure, that every exact mode reproduced T5's greedy output,
+the acceptance bookkeeping, and that the report files and plots are written."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from editspec import cli
+from editspec.profiling import architectures
+from editspec.profiling.modes import MODES
+
+EXACT = ("speculative", "speculative-copy", "speculative-small", "speculative-perfect", "hf-greedy")
+STAT_KEYS = {"median", "p90", "mean"}
+TINY_ARCHITECTURES = {
+    "t5-base": ("t5", dict(d_model=32, d_kv=8, d_ff=64, num_heads=4, num_layers=2, num_decoder_layers=2)),
+    "edit5-base": ("edit5", dict(d_model=32, d_kv=8, d_ff=64, num_heads=4, num_layers=2, num_decoder_layers=1)),
+}
+
+
+def test_profile_report(bundle, dev_m2, tmp_path):
+    out = tmp_path / "report"
+    rc = cli.main(["profile", "--data", str(dev_m2), "--model", str(bundle), "--out", str(out), "--limit", "5",
+                   "--warmup", "1", "--threads", "1", "--device", "cpu"])
+    assert rc == 0
+    report = json.loads((out / "report.json").read_text())
+    for key in ("device", "threads", "sentences", "batch_size", "torch", "transformers", "modes", "architectures"):
+        assert key in report
+    assert report["threads"] == 1 and report["batch_size"] == 1 and report["sentences"] == 5
+    assert report["options"]["limit"] == 5 and report["options"]["model"] == str(bundle)
+    assert list(report["modes"]) == list(MODES)
+    for mode, e in report["modes"].items():
+        assert e["status"] == "ok", (mode, e)
+        assert e["source"] == "trained"
+        for key in ("latency_ms", "encoder_ms", "decoder_step_ms", "decoder_steps"):
+            assert STAT_KEYS <= set(e[key]), (mode, key)
+            assert e[key]["n"] >= 5
+        assert e["latency_ms"]["median"] > 0 and e["speedup_vs_t5"] > 0
+        # the parts of a sample cannot exceed the whole
+        assert e["encoder_ms"]["mean"] + e["decoder_ms"]["mean"] <= e["latency_ms"]["mean"] * 1.001
+    modes = report["modes"]
+    assert modes["t5"]["speedup_vs_t5"] == pytest.approx(1.0)
+    for mode in EXACT:
+        assert modes[mode]["identical_to_t5"] == 1.0, mode
+    # one T5 step per output token plus EOS, unless cut by max_new_tokens (then no EOS)
+    assert modes["t5"]["tokens_per_pass"] == modes["hf-greedy"]["tokens_per_pass"] == pytest.approx(1.0)
+    for mode in ("speculative", "speculative-copy", "speculative-small", "speculative-perfect"):
+        e = modes[mode]
+        assert 0.0 <= e["acceptance_rate"] <= 1.0 and STAT_KEYS <= set(e["draft_ms"])
+        hist = {int(k): v for k, v in e["accepted_per_pass"].items()}
+        assert sum(k * v for k, v in hist.items()) == e["counts"]["accepted"]  # per-pass bookkeeping
+        assert sum(hist.values()) == e["counts"]["row_passes"]
+        assert e["decoder_steps"]["mean"] == pytest.approx(e["counts"]["row_passes"] / 5)  # hooks saw every pass
+        assert e["leviathan"]["expected_speedup"] > 0
+    perfect = modes["speculative-perfect"]
+    assert perfect["acceptance_rate"] == 1.0 and perfect["leviathan"]["alpha"] == 1.0
+    assert perfect["tokens_per_pass"] > 2  # T5's own output as the draft: whole windows accepted
+    assert modes["hf-assisted"]["draft_ms"]["mean"] > 0
+    md = (out / "report.md").read_text()
+    assert "| `speculative-perfect` |" in md and "Leviathan" in md
+    for name in ("latency_breakdown.png", "latency_vs_length.png", "accepted_per_pass.png"):
+        assert (out / name).stat().st_size > 0, name
+
+
+def test_batches_and_refusals(bundle, dev_m2, tmp_path, monkeypatch):
+    """Batch size 2: transformers' assisted modes are recorded as unsupported; ours stay exact.
+    And the --architectures path of the command (tiny sizes)."""
+    monkeypatch.setattr(architectures, "ARCHITECTURES", TINY_ARCHITECTURES)
+    out = tmp_path / "report"
+    rc = cli.main(["profile", "--data", str(dev_m2), "--model", str(bundle), "--out", str(out), "--limit", "5",
+                   "--warmup", "0", "--batch-size", "2", "--device", "cpu", "--architectures", "--trace",
+                   "--modes", "speculative", "hf-assisted", "hf-prompt-lookup", "hf-greedy"])
+    assert rc == 0
+    report = json.loads((out / "report.json").read_text())
+    modes = report["modes"]
+    assert list(modes) == ["t5", "speculative", "hf-greedy", "hf-assisted", "hf-prompt-lookup"]
+    assert modes["hf-assisted"]["status"] == modes["hf-prompt-lookup"]["status"] == "unsupported"
+    assert "batch" in modes["hf-assisted"]["reason"]
+    assert modes["speculative"]["identical_to_t5"] == modes["hf-greedy"]["identical_to_t5"] == 1.0
+    assert modes["t5"]["decoder_steps"]["n"] == 3  # batches of 2, 2, 1
+    assert set(report["architectures"]) == set(TINY_ARCHITECTURES)
+    assert (out / "architectures.png").stat().st_size > 0
+    trace = json.loads((out / "trace-t5.json").read_text())
+    names = {event.get("name") for event in trace["traceEvents"]}
+    assert {"editspec.t5.encode", "editspec.t5.decode_step"} <= names
+    assert (out / "trace-speculative.json").is_file() and not (out / "trace-hf-assisted.json").exists()
+
+
+def test_missing_drafter_is_skipped_with_a_note(bundle, dev_m2, tmp_path):
+    out = tmp_path / "report"
+    rc = cli.main(["profile", "--data", str(dev_m2), "--t5", str(bundle / "t5"), "--out", str(out),
+                   "--limit", "2", "--warmup", "0", "--device", "cpu", "--modes", "speculative-small", "edit5"])
+    assert rc == 0
+    modes = json.loads((out / "report.json").read_text())["modes"]
+    assert modes["t5"]["status"] == "ok" and modes["t5"]["decoder_steps"]["n"] == 2
+    assert modes["speculative-small"] == {"status": "skipped", "reason": modes["speculative-small"]["reason"]}
+    assert "t5-draft" in modes["speculative-small"]["reason"] and "edit5" in modes["edit5"]["reason"]
+    assert "skipped" in (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--modes", "t5", "beam"], "unknown mode(s) beam"),
+    (["--gamma", "0"], "--gamma must be a positive integer or 'all'"),
+    (["--mode", "t5"], "use --modes"),
+    (["--modes", "none"], "nothing to profile"),
+    (["--batch-size", "0"], "batch size must be at least 1"),
+    (["--dtype", "int8"], "unknown dtype 'int8'"),
+])
+def test_bad_flags_give_one_line(flags, message, dev_m2, tmp_path, capsys):
+    rc = cli.main(["profile", "--data", str(dev_m2), "--out", str(tmp_path / "r"), *flags])
+    err = capsys.readouterr().err
+    assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists()
+
+
+def test_bad_modes_fail_before_torch_loads(dev_m2, tmp_path):
+    """A mistyped mode fails in the CLI's own process before the profiling modules import torch."""
+    code = ("import sys\nfrom editspec import cli\n"
+            f"rc = cli.main(['profile', '--data', {str(dev_m2)!r}, '--out', 'x', '--modes', 'beam'])\n"
+            "print(rc, 'torch' in sys.modules)")
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
+    assert done.stdout.split() == ["2", "False"]
