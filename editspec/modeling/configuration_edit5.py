@@ -32,6 +32,9 @@ class EdiT5Config(PreTrainedConfig):
     marker_gap: a pointed marker's key also sees the kept token after the gap (see above).
     tie_word_embeddings: lm head = input embedding, decoder output scaled by d_model**-0.5
         (T5 1.0); False: a separate lm head, no scaling (T5 1.1).
+    t5_encoder: the T5 checkpoint whose encoder and embeddings this EdiT5 reads (a path relative
+        to the EdiT5's own directory, ``../t5`` in a bundle): the heads sit on that T5's encoder,
+        which is stored once, with the T5. None: the EdiT5 has an encoder of its own.
     """
 
     model_type = "edit5"
@@ -71,6 +74,7 @@ class EdiT5Config(PreTrainedConfig):
     eos_token_id: int | None = 1
     decoder_start_token_id: int | None = 0
     tie_word_embeddings: bool = True
+    t5_encoder: str | None = None
 
     def __post_init__(self, **kwargs):
         if self.loss_weighting not in ("tokens", "mean"):

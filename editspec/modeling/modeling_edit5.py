@@ -74,16 +74,18 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 import torch
 from torch import nn
 from torch.nn import functional as F
-from transformers import AutoConfig, AutoModel, PreTrainedTokenizerBase, T5Config
+from transformers import AutoConfig, AutoModel, PreTrainedTokenizerBase, T5Config, T5EncoderModel
 from transformers import initialization as init
 from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 from transformers.masking_utils import create_bidirectional_mask
 from transformers.modeling_outputs import ModelOutput
+from transformers.utils import logging
 from transformers.models.t5.modeling_t5 import T5Attention, T5Block, T5LayerNorm, T5PreTrainedModel, T5Stack
 
 from editspec.data.features import IGNORE, label_log_probs, pad
@@ -164,6 +166,13 @@ def decode_order(
         visited[rows, current] = True  # finished rows re-mark a visited position: harmless
     order = torch.stack(steps, 1).tolist() if steps else [[] for _ in range(batch)]
     return [row[:n] for row, n in zip(order, counts.tolist())]
+
+
+# what a shared-encoder EdiT5 reads from its T5 (never saved with it), and the T5 settings that
+# must agree for the heads to read that encoder
+T5_PARTS = ("encoder.", "shared.")
+ENCODER_FIELDS = ("vocab_size", "d_model", "d_kv", "d_ff", "num_heads", "num_layers", "feed_forward_proj",
+                  "relative_attention_num_buckets", "relative_attention_max_distance", "layer_norm_epsilon")
 
 
 class EdiT5Model(T5PreTrainedModel):
@@ -248,8 +257,10 @@ class EdiT5Model(T5PreTrainedModel):
 
     # -- the pieces, shared by training (forward) and inference (generate_edits) --
 
-    def _encode(self, input_ids, attention_mask):
-        h = self.encoder(inputs_embeds=self.shared(input_ids), attention_mask=attention_mask).last_hidden_state
+    def _encode(self, input_ids, attention_mask, encoder_hidden_states=None):
+        h = encoder_hidden_states  # given when the encoder is a T5's that has already run
+        if h is None:
+            h = self.encoder(inputs_embeds=self.shared(input_ids), attention_mask=attention_mask).last_hidden_state
         mask = create_bidirectional_mask(config=self._layer_config, inputs_embeds=h, attention_mask=attention_mask)
         return h, mask
 
@@ -433,9 +444,12 @@ class EdiT5Model(T5PreTrainedModel):
     def generate_edits(
         self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None,
         max_insertion_tokens: int = 64, keep_bias: float | None = None, order_bias: float | None = None,
-        stop_bias: float | None = None,
+        stop_bias: float | None = None, encoder_hidden_states: torch.Tensor | None = None,
     ) -> list[Edits]:
         """Batched greedy tags, then order, then insertions (with a KV cache).
+
+        ``encoder_hidden_states``: the encoder's output for these inputs, when the encoder is a
+        T5's (``t5_encoder``) that has run already: the draft then costs the heads alone.
 
         ``keep_bias`` (added to the KEEP logit) and ``order_bias`` (added to the pointer logit of
         the source-order successor) are confidence biases for precision, ``stop_bias`` (added to
@@ -460,7 +474,7 @@ class EdiT5Model(T5PreTrainedModel):
         is_eos = torch.zeros_like(valid)
         is_eos[rows, eos_position] = True
 
-        h, mask = self._encode(input_ids, attention_mask)
+        h, mask = self._encode(input_ids, attention_mask, encoder_hidden_states)
         keep_bias = self.config.keep_bias if keep_bias is None else keep_bias
         order_bias = self.config.order_bias if order_bias is None else order_bias
         stop_bias = self.config.stop_bias if stop_bias is None else stop_bias
@@ -572,6 +586,67 @@ class EdiT5Model(T5PreTrainedModel):
                 _copy_stack(t5.decoder, model.decoder)
                 if not tied and not model.config.tie_word_embeddings:  # T5 1.1: its own lm head
                     model.lm_head.weight.copy_(t5.lm_head.weight)
+        return model
+
+
+    # -- the heads on a T5's encoder --
+
+    def sit_on(self, t5: nn.Module) -> None:
+        """Read ``t5``'s encoder and embeddings from now on: the same modules, not copies (one
+        encoder pass serves the draft and the verification). ``t5``: a T5ForConditionalGeneration
+        or T5EncoderModel whose encoder has this EdiT5's shape."""
+        theirs = t5.config
+        mismatched = [f"{f} {getattr(theirs, f)} != {getattr(self.config, f)}" for f in ENCODER_FIELDS
+                      if getattr(theirs, f) != getattr(self.config, f)]
+        if mismatched:
+            raise ValueError(f"the T5's encoder does not fit this EdiT5: {'; '.join(mismatched)}")
+        self.shared = t5.get_input_embeddings()
+        self.encoder = t5.encoder
+        if self.config.tie_word_embeddings:
+            self.lm_head.weight = self.shared.weight
+
+    def _t5_parts(self) -> tuple[str, ...]:
+        return T5_PARTS + (("lm_head.",) if self.config.tie_word_embeddings else ())  # tied: the T5's embedding
+
+    @classmethod
+    def on_t5(cls, t5: nn.Module, t5_encoder: str = "../t5", **overrides) -> "EdiT5Model":
+        """Fresh EdiT5 heads on ``t5``'s encoder (shared, see ``sit_on``); ``t5_encoder`` is where
+        ``save_pretrained``'s directory finds that T5 again (relative to it)."""
+        model = cls.from_t5(t5, t5_encoder=t5_encoder, **overrides)
+        model.sit_on(t5)
+        return model
+
+    def save_pretrained(self, save_directory, *args, **kwargs):
+        """As ``PreTrainedModel.save_pretrained``; with ``t5_encoder``, without the T5's encoder and
+        embeddings (the T5's checkpoint holds them)."""
+        if self.config.t5_encoder and kwargs.get("state_dict") is None:
+            kwargs["state_dict"] = {k: v for k, v in self.state_dict().items() if not k.startswith(self._t5_parts())}
+        return super().save_pretrained(save_directory, *args, **kwargs)
+
+    @classmethod
+    def from_pretrained(cls, path, *args, t5: nn.Module | None = None, **kwargs) -> "EdiT5Model":
+        """As ``PreTrainedModel.from_pretrained``; an EdiT5 with ``t5_encoder`` sits on ``t5`` when
+        given (the T5 already loaded), else on the encoder of the T5 checkpoint it names."""
+        config = kwargs.get("config")
+        if not isinstance(config, EdiT5Config):
+            config = EdiT5Config.from_pretrained(path)
+        if not config.t5_encoder:
+            return super().from_pretrained(path, *args, **kwargs)
+        if t5 is None:
+            where = Path(path) / config.t5_encoder
+            if not (where / "config.json").is_file():
+                raise ValueError(f"this EdiT5 sits on the T5 encoder at {where}, and no T5 is there")
+            t5 = T5EncoderModel.from_pretrained(where, dtype=kwargs.get("dtype"))
+        verbosity = logging.get_verbosity()
+        logging.set_verbosity_error()  # the T5's parts are missing from this checkpoint by design
+        try:
+            model, info = super().from_pretrained(path, *args, output_loading_info=True, **kwargs)
+        finally:
+            logging.set_verbosity(verbosity)
+        missing = [k for k in info["missing_keys"] if not k.startswith(model._t5_parts())]
+        if missing:
+            raise ValueError(f"the EdiT5 checkpoint at {path} lacks {', '.join(missing[:3])}")
+        model.sit_on(t5)
         return model
 
 

@@ -392,3 +392,52 @@ def test_pointer_offset_bias_scores_relative_offsets(tokenizer):
     assert torch.allclose(diff[0, :4].diagonal(1), torch.full((4,), 1000.0))  # row i, column i + 1
     assert float(diff[0].abs().sum()) == pytest.approx(4000.0, rel=1e-4)
     assert tiny_model(tokenizer, pointer_offset_bias=False).pointer_offset is None
+
+
+# -- the heads on a T5's encoder --
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_heads_on_a_t5_encoder_share_it_and_store_it_once(tokenizer, tmp_path, tied):
+    """In memory the EdiT5 reads the T5's own encoder and embeddings; on disk its checkpoint holds
+    only the heads and names the T5; loading it (beside the T5, or given the loaded T5) gives the
+    same edits, and a draft from the T5's encoder states equals one from the ids."""
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    t5 = T5ForConditionalGeneration(T5Config(
+        vocab_size=len(tokenizer), d_model=32, d_kv=8, d_ff=64, num_heads=4, num_layers=2, num_decoder_layers=2,
+        tie_word_embeddings=tied, dropout_rate=0.0, pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.pad_token_id)).eval()
+    edit5 = EdiT5Model.on_t5(t5, marker_ids=marker_ids(tokenizer), max_order_positions=64).eval()
+    assert edit5.encoder is t5.encoder and edit5.shared is t5.get_input_embeddings()
+    t5.save_pretrained(tmp_path / "t5")
+    edit5.save_pretrained(tmp_path / "edit5")
+    standalone = tiny_model(tokenizer, num_layers=2, tie_word_embeddings=tied)
+    standalone.save_pretrained(tmp_path / "standalone")
+    assert (tmp_path / "edit5" / "model.safetensors").stat().st_size < \
+        0.8 * (tmp_path / "standalone" / "model.safetensors").stat().st_size
+
+    ids = torch.tensor([e.ids + [tokenizer.eos_token_id] for e in encode(tokenizer, ["He go to school ."])])
+    expected = edit5.generate_edits(ids)
+    loaded = EdiT5Model.from_pretrained(tmp_path / "edit5").eval()
+    assert loaded.config.t5_encoder == "../t5" and loaded.generate_edits(ids) == expected
+    verifier = T5ForConditionalGeneration.from_pretrained(tmp_path / "t5").eval()
+    on_verifier = EdiT5Model.from_pretrained(tmp_path / "edit5", t5=verifier).eval()
+    assert on_verifier.encoder is verifier.encoder
+    states = verifier.encoder(input_ids=ids).last_hidden_state
+    assert on_verifier.generate_edits(ids, encoder_hidden_states=states) == expected
+    assert EdiT5Model.from_pretrained(tmp_path / "standalone").config.t5_encoder is None  # still loads alone
+
+
+def test_heads_on_a_t5_encoder_fail_clearly(tokenizer, tmp_path):
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    def t5(d_model):
+        return T5ForConditionalGeneration(T5Config(vocab_size=len(tokenizer), d_model=d_model, d_kv=8, d_ff=64,
+                                                   num_heads=4, num_layers=2, num_decoder_layers=1))
+
+    edit5 = EdiT5Model.on_t5(t5(32), marker_ids=marker_ids(tokenizer), max_order_positions=64)
+    edit5.save_pretrained(tmp_path / "edit5")
+    with pytest.raises(ValueError, match="no T5 is there"):
+        EdiT5Model.from_pretrained(tmp_path / "edit5")
+    with pytest.raises(ValueError, match="d_model 16 != 32"):
+        EdiT5Model.from_pretrained(tmp_path / "edit5", t5=t5(16))
