@@ -48,7 +48,7 @@ from typing import Callable, Iterator, Sequence
 
 import torch
 
-from editspec.decoding import rescoring, speculative
+from editspec.decoding import core, drafters, rescoring, speculative
 from editspec.config import CorrectorConfig
 from editspec.errors import EditspecError
 from editspec.modeling import t5
@@ -303,21 +303,20 @@ class Corrector:
                 pairs = self._edit5_ids(encoded)
                 return [render(self.edit5_tokenizer, e, p) for e, p in zip(encoded, pairs)]
             tok = self.t5_tokenizer
-            ids, mask = self._inputs(encoded, tok.eos_token_id, tok.pad_token_id)
-            max_new = 2 * ids.shape[1] + 16  # GEC output is about as long as its input
-            if self.mode == "t5":
-                outputs = t5.greedy(self.t5, ids, mask, max_new_tokens=max_new)
-            else:
-                outputs, _ = speculative.speculative_generate(
-                    self.t5, ids, mask, self._drafter(encoded), max_new_tokens=max_new, tokenizer=tok)
+            rows = [e.ids + [tok.eos_token_id] for e in encoded]
+            max_new = [2 * len(r) + 16 for r in rows]  # GEC output is about as long as its input
+            drafter = None if self.mode == "t5" else self._drafter(encoded)
+            outputs, _ = core.generate(self.t5, rows, len(rows), drafter, max_new_tokens=max_new)
         # each row's own limit, as if alone: a row's output never depends on the batch
         return [render_ids(tok, e, out[:2 * len(e.ids) + 18]) for e, out in zip(encoded, outputs)]
 
-    def _drafter(self, encoded) -> speculative.Drafter:
+    def _drafter(self, encoded) -> drafters.Drafter:
+        """EdiT5's output as the draft, or the output's own earlier n-grams where they match
+        better (a looping row)."""
         if self.shared_vocab:  # EdiT5 reads T5's input ids
-            return speculative.EdiT5Drafter(self.edit5, tokenizer=self.t5_tokenizer, markers=self.markers)
+            return drafters.Mix(drafters.EdiT5(self.edit5, self.markers, self.batch_size), drafters.Ngram())
         # another vocabulary: EdiT5 reads its own ids, and its drafts go text -> T5 ids
         texts = [e.text for e in encoded]
         drafts = [[t for t, _ in pairs] for pairs in self._edit5_ids(encode(self.edit5_tokenizer, texts))]
         drafts = speculative.retokenize_drafts(drafts, self.edit5_tokenizer, self.t5_tokenizer, sources=texts)
-        return speculative.StaticDrafter(drafts, tokenizer=self.t5_tokenizer)
+        return drafters.Mix(drafters.Follow(drafts), drafters.Ngram())
