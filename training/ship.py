@@ -35,6 +35,19 @@ def keep_run_time(dest: Path, config) -> dict:
     return kept
 
 
+def bundle_encoder(model: EdiT5Model, dest: Path) -> str:
+    """Where a shipped EdiT5 whose heads sit on a T5's encoder finds it: the bundle's own T5
+    (``../t5``), which must hold the very encoder the heads were trained on."""
+    sibling = dest.parent / "t5"
+    if not (sibling / "config.json").is_file():
+        raise SystemExit(f"the EdiT5 sits on a T5's encoder: ship that T5 to {sibling} first")
+    t5 = T5ForConditionalGeneration.from_pretrained(sibling, dtype=torch.bfloat16)
+    ours = model.encoder.state_dict()
+    if any(not torch.equal(w, ours[k].to(w.dtype)) for k, w in t5.encoder.state_dict().items()):
+        raise SystemExit(f"the T5 in {sibling} has another encoder than the one the EdiT5 was trained on")
+    return "../t5"
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("src", type=Path)
@@ -44,6 +57,8 @@ def main() -> None:
     cls = T5ForConditionalGeneration if model_type == "t5" else EdiT5Model
     model = cls.from_pretrained(args.src, dtype=torch.float32).to(torch.bfloat16)
     kept = keep_run_time(args.dest, model.config)
+    if getattr(model.config, "t5_encoder", None):
+        model.config.t5_encoder = bundle_encoder(model, args.dest)
     tmp = args.dest.with_name(args.dest.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)

@@ -12,7 +12,9 @@ A recipe has three sections (see configs/ for complete ones; ``--set train.lr=3e
 
     model:  type (t5 | edit5), tokenizer, config (T5Config / EdiT5Config fields), init_from,
             point_markers (EdiT5: markers point at kept tokens, editspec.modeling_edit5),
-            marker_gap (with point_markers: a marker's key also sees the token after the gap)
+            marker_gap (with point_markers: a marker's key also sees the token after the gap),
+            share_encoder (EdiT5 from a T5 init_from: the heads read that T5's own encoder, frozen;
+            the checkpoints store the heads alone and name the T5)
     data:   sources (weighted mixture: m2 | parallel | synthetic; ``respell: true`` on an m2 or
             parallel source, or on dev, passes its sources through ``editspec.spelling`` first, as
             ``Corrector`` does before a model whose config says ``spelling``; ``reverse: true``
@@ -84,7 +86,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 DEFAULTS: dict[str, Any] = {
     "model": {"type": "t5", "tokenizer": "editspec/models/default/tokenizer", "init_from": None, "config": {},
-              "point_markers": False, "marker_gap": False},
+              "point_markers": False, "marker_gap": False, "share_encoder": False},
     "data": {
         "sources": [], "dev": None, "max_length": 128, "batch_tokens": 4096, "batch_size": None,
         "max_batch_size": 512, "pool_size": 4096, "workers": 0,
@@ -186,18 +188,30 @@ class ModelKind:
                         if k in ("num_decoder_layers", "max_order_positions", "tag_embedding_dim",
                                  "loss_weighting", "dropout_rate", "tag_loss_weight",
                                  "pointer_loss_weight", "insertion_loss_weight")}
+                if model_cfg.get("share_encoder"):  # the heads on this T5's own encoder, frozen
+                    t5 = T5ForConditionalGeneration.from_pretrained(str(path), dtype=torch.float32)
+                    return frozen_encoder(self.model_cls.on_t5(t5, t5_encoder=str(path.resolve()), **keep, **extra))
                 return self.model_cls.from_t5(str(path), **keep, **extra)
             # fp32 master weights even from a bf16 checkpoint (the shipped ones); the recipe's
             # dropout applies too (a fine-tune regularises a model pre-trained without it), the
             # architecture comes from the checkpoint
             recipe = model_cfg.get("config") or {}
             regularise = {"dropout_rate": recipe["dropout_rate"]} if "dropout_rate" in recipe else {}
-            return self.model_cls.from_pretrained(str(path), dtype=torch.float32, **regularise, **extra)
+            model = self.model_cls.from_pretrained(str(path), dtype=torch.float32, **regularise, **extra)
+            return frozen_encoder(model) if getattr(model.config, "t5_encoder", None) else model
         fields = dict(model_cfg.get("config") or {}, **extra)
         fields.update(vocab_size=len(tok), pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
         if self.name == "t5":
             fields.setdefault("decoder_start_token_id", tok.pad_token_id)
         return self.model_cls(self.config_cls(**fields))
+
+
+def frozen_encoder(model: torch.nn.Module) -> torch.nn.Module:
+    """An EdiT5 whose heads sit on a T5's encoder trains the heads alone: the encoder and the
+    embeddings stay the T5's, so the T5's output does not change."""
+    for p in [*model.encoder.parameters(), *model.shared.parameters()]:
+        p.requires_grad_(False)
+    return model
 
 
 def token_counts(batch: dict[str, torch.Tensor], target_key: str) -> int:
@@ -444,7 +458,7 @@ def param_groups(model: torch.nn.Module, lr: float, weight_decay: float,
         return "no_decay" if any(k in name.lower() for k in ("bias", "norm")) else "decay"
 
     settings = {"decay": (weight_decay, 1.0), "no_decay": (0.0, 1.0), "position": (0.0, position_bias_lr_scale)}
-    named = [(kind(n), p) for n, p in model.named_parameters()]
+    named = [(kind(n), p) for n, p in model.named_parameters() if p.requires_grad]
     return [{"params": [p for k, p in named if k == group], "weight_decay": wd, "lr": lr * scale}
             for group, (wd, scale) in settings.items() if any(k == group for k, _ in named)]
 

@@ -13,12 +13,15 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file
 from transformers import T5Config, T5ForConditionalGeneration, get_scheduler
 
+from editspec.corrector import Corrector
 from editspec.modeling.modeling_edit5 import EdiT5Model
 from editspec.modeling.t5 import load_t5
 from editspec.tokenization.tokens import load_tokenizer, marker_ids
@@ -232,6 +235,42 @@ def test_edit5_starts_from_a_t5_directory_and_learns(tmp_path, data_dir, tokeniz
     assert model.config.marker_ids == marker_ids(tok)  # the recipe's pointed markers, saved with it
     dev = [e for e in log(out) if "dev_tag_loss" in e]
     assert dev and 0.0 <= dev[-1]["dev_tag_auc"] <= 1.0
+
+
+def test_edit5_heads_learn_on_a_t5_encoder_that_stays_the_t5s(tmp_path, data_dir, tokenizer_dir):
+    """model.share_encoder: the heads train on the T5's own encoder, which does not move; best/
+    holds the heads alone, names the T5 and loads onto it."""
+    tok = load_tokenizer(tokenizer_dir)
+    t5 = T5ForConditionalGeneration(T5Config(vocab_size=len(tok), d_model=48, d_kv=12, d_ff=96, num_layers=2,
+                                             num_decoder_layers=2, num_heads=4, dropout_rate=0.0))
+    t5.save_pretrained(tmp_path / "t5")
+    tok.save_pretrained(tmp_path / "t5")
+    out = tmp_path / "edit5"
+    run(out, data_dir, tokenizer_dir, "--init-from", str(tmp_path / "t5"), "--max-steps", "20",
+        "--set", "model.type=edit5", "--set", "model.config={num_decoder_layers: 1}", "--set", "train.eval_every=20",
+        "--set", "model.point_markers=true", "--set", "model.share_encoder=true")
+    entries = [e for e in log(out) if "loss" in e]
+    assert entries[-1]["loss"] < entries[0]["loss"] - 0.3, [e["loss"] for e in entries]
+    model = EdiT5Model.from_pretrained(out / "best")
+    assert model.config.t5_encoder == str((tmp_path / "t5").resolve())
+    for name, weight in t5.encoder.state_dict().items():  # the T5's encoder, untouched by training
+        assert torch.equal(model.encoder.state_dict()[name], weight), name
+    assert torch.equal(model.shared.weight, t5.shared.weight)
+    with safe_open(out / "best" / "model.safetensors", "pt") as f:
+        assert not any(k.startswith(("encoder.", "shared.")) for k in f.keys())
+    # shipped beside its T5, it names the bundle's T5, and a Corrector runs one encoder for both
+    with pytest.raises(SystemExit, match="ship that T5"):
+        ship_main(out / "best", tmp_path / "bundle" / "edit5")
+    ship_main(tmp_path / "t5", tmp_path / "bundle" / "t5")
+    ship_main(out / "best", tmp_path / "bundle" / "edit5")
+    assert EdiT5Model.from_pretrained(tmp_path / "bundle" / "edit5").config.t5_encoder == "../t5"
+    corrector = Corrector.from_pretrained(tmp_path / "bundle", device="cpu")
+    assert corrector.mode == "speculative" and corrector.edit5.encoder is corrector.t5.encoder
+
+
+def ship_main(src: Path, dest: Path) -> None:
+    with mock.patch.object(sys, "argv", ["ship.py", str(src), str(dest)]):
+        ship.main()
 
 
 def test_init_from_a_bf16_checkpoint_trains_fp32_with_the_recipes_dropout(tmp_path, tokenizer_dir):
