@@ -556,8 +556,9 @@ def test_cli_jsonl_and_diff(models, tmp_path, capsysbinary):
     assert rc == 0 and [r["input"] for r in rows] == INPUT.replace("\r\n", "\n").split("\n")
     assert any(r["edits"] for r in rows)
     for r in rows:
-        edits = [Edit(**e) for e in r["edits"]]
+        edits = [Edit(e["start"], e["end"], e["original"], e["correction"]) for e in r["edits"]]
         assert apply(r["input"], edits) == r["output"]
+        assert all(e["type"] and e["message"] for e in r["edits"])  # ERRANT types (error_types)
         assert all(r["input"][e.start:e.end] == e.original for e in edits)
 
     rc, out, _ = run_cli(capsysbinary, src, "--model", models / "bundle", "--mode", "edit5", "--format", "diff",

@@ -12,6 +12,7 @@ from typing import Iterable, Iterator
 from tqdm import tqdm
 
 from editspec.files import Line, atomic_output, open_input, read_blocks
+from editspec.text import error_types
 from editspec.text.diff import Correction
 
 RED, GREEN, RESET = "\x1b[31m", "\x1b[32m", "\x1b[0m"
@@ -65,9 +66,11 @@ def run_correct(args) -> int:
                 for block in _chain(first, blocks):
                     results = corrector.correct_detailed([line.text for line in block], progress=bar.update)
                     lines = []
-                    for line, c in zip(block, results):
+                    # jsonl: each edit with its ERRANT type and message (editspec.text.error_types)
+                    types = error_types.classify(results) if args.format == "jsonl" else [[]] * len(results)
+                    for line, c, c_types in zip(block, results, types):
                         if args.format == "jsonl":
-                            lines.append(json.dumps(c.as_dict(), ensure_ascii=False) + "\n")
+                            lines.append(json.dumps(error_types.typed_dict(c, c_types), ensure_ascii=False) + "\n")
                         elif args.format == "diff":
                             lines.append(format_diff(c, color) + line.ending)
                         else:

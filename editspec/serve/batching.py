@@ -1,0 +1,110 @@
+"""Request batching: the texts of concurrent requests corrected together, on one worker thread.
+
+    t = 0.0 ms   request A ["She go home."] arrives: the worker wakes, waits up to ``max_wait``
+    t = 0.4 ms   request B ["I has a cat.", "Hi."] arrives: 3 texts queued
+    t = 2.0 ms   the wait is over (or ``max_texts`` texts are queued, whichever is first):
+                 correct(["She go home.", "I has a cat.", "Hi."]) runs on the worker thread
+    then         A gets result 0, B gets results 1 and 2; what queued meanwhile is the next batch
+
+Under load the requests that arrive while a batch runs form the next batch, so the wait matters
+only when the server is idle. A batch holds at most ``max_texts`` texts, except that one request
+is never split. The model (``Corrector``) is not thread-safe and sees one batch at a time. The
+result of a text does not depend on its batch: ``Corrector`` corrects each sentence on its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+
+@dataclass
+class _Request:
+    texts: list[str]
+    future: asyncio.Future = field(repr=False)
+
+
+class Batcher:
+    """Runs ``correct(texts) -> results`` (one result per text) on batches of queued requests."""
+
+    def __init__(self, correct: Callable[[list[str]], Sequence[Any]], max_texts: int = 32,
+                 max_wait: float = 0.002):
+        if max_texts < 1:
+            raise ValueError("max_texts must be at least 1")
+        self.correct, self.max_texts, self.max_wait = correct, max_texts, max_wait
+        self._queue: list[_Request] = []
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="editspec-model")
+        self._task: asyncio.Task | None = None
+        self._closing = False
+        self.batches = 0  # batches run, and the texts in them (for /health and the tests)
+        self.texts = 0
+
+    async def start(self) -> None:
+        self._ready, self._full = asyncio.Event(), asyncio.Event()
+        self._task = asyncio.create_task(self._run())
+
+    async def stop(self) -> None:
+        """Finish what is queued, then stop."""
+        self._closing = True
+        self._ready.set()
+        if self._task is not None:
+            await self._task
+        self._executor.shutdown(wait=True)
+
+    async def submit(self, texts: list[str]) -> list:
+        """The results of ``texts``, once the batch they join has run."""
+        if self._task is None or self._closing:
+            raise RuntimeError("the batcher is not running")
+        if not texts:
+            return []
+        request = _Request(list(texts), asyncio.get_running_loop().create_future())
+        self._queue.append(request)
+        self._ready.set()
+        if self._queued() >= self.max_texts:
+            self._full.set()
+        return await request.future
+
+    def _queued(self) -> int:
+        return sum(len(r.texts) for r in self._queue)
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await self._ready.wait()
+            if not self._queue:
+                if self._closing:
+                    return
+                self._ready.clear()
+                continue
+            if self.max_wait > 0 and not self._closing and self._queued() < self.max_texts:
+                try:
+                    await asyncio.wait_for(self._full.wait(), self.max_wait)
+                except asyncio.TimeoutError:
+                    pass
+            batch, count = [], 0
+            while self._queue and (not batch or count + len(self._queue[0].texts) <= self.max_texts):
+                request = self._queue.pop(0)
+                batch.append(request)
+                count += len(request.texts)
+            if self._queued() < self.max_texts:
+                self._full.clear()
+            batch = [r for r in batch if not r.future.done()]  # a client that left: skip its texts
+            if not batch:
+                continue
+            texts = [t for r in batch for t in r.texts]
+            try:
+                results = await loop.run_in_executor(self._executor, self.correct, texts)
+            except Exception as e:  # every request of the batch gets the error
+                for r in batch:
+                    if not r.future.done():
+                        r.future.set_exception(e)
+                continue
+            self.batches += 1
+            self.texts += len(texts)
+            at = 0
+            for r in batch:
+                if not r.future.done():
+                    r.future.set_result(list(results[at:at + len(r.texts)]))
+                at += len(r.texts)
