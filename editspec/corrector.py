@@ -164,10 +164,10 @@ class Corrector:
         dev = resolve_device(device)
         loaded: dict = {}
         with quiet_transformers():
-            if "edit5" in NEEDS[mode]:
-                loaded["edit5"], loaded["edit5_tokenizer"] = load_edit5(edit5_path, dev)
             if "t5" in NEEDS[mode]:
                 loaded["t5"], loaded["t5_tokenizer"] = load_t5(t5_path, device=dev)
+            if "edit5" in NEEDS[mode]:  # on the T5's encoder, if its heads sit there
+                loaded["edit5"], loaded["edit5_tokenizer"] = load_edit5(edit5_path, dev, loaded.get("t5"), t5_path)
         return cls(mode, batch_size=batch_size, max_length=max_length, paths=paths,
                    max_edit_words=config.max_edit_words, rounds=config.rounds, spelling=config.spelling,
                    rescore=config.rescore, prefix=config.prefix, **loaded)
