@@ -5,15 +5,20 @@ endings, and output written in full or not at all.
                                                        Line("They was late.", "\n", 15)]
     output    atomic_output("out.txt"): a hidden temporary file beside out.txt, renamed over it at
               the end; removed on any failure, Ctrl-C or SIGTERM
+    leftovers a SIGKILL leaves ".out.txt.k3j_x9ab.tmp"; the next run into that folder removes it
+              when it is older than a minute and no live run holds its lock
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import re
 import signal
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterator
@@ -21,6 +26,7 @@ from typing import IO, Iterator
 from editspec.errors import EditspecError
 
 BLOCK_LINES, BLOCK_CHARS = 1000, 200_000  # lines corrected together (bounded memory, good batches)
+STALE_SECONDS = 60  # an unlocked temporary file of ours this old is a killed run's
 
 
 @dataclass
@@ -89,6 +95,8 @@ def atomic_output(name: str) -> Iterator[IO[bytes]]:
     removed."""
     with _sigterm_as_interrupt():
         if name == "-":
+            if sys.stdout is None:  # `editspec correct f >&-`
+                raise EditspecError("standard output is closed; write to a file with -o FILE")
             yield sys.stdout.buffer
             sys.stdout.buffer.flush()
             return
@@ -98,10 +106,13 @@ def atomic_output(name: str) -> Iterator[IO[bytes]]:
         folder = target.parent
         if not folder.is_dir():
             raise EditspecError(f"output folder {folder} does not exist")
+        remove_stale(folder, target.name)
         try:
             fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
         except OSError as e:
             raise EditspecError(f"cannot write in {folder}: {e.strerror or e}") from e
+        with contextlib.suppress(OSError):  # held while this run lives: not stale to the next
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         try:
             with os.fdopen(fd, "wb") as f:
                 yield f
@@ -119,3 +130,27 @@ def atomic_output(name: str) -> Iterator[IO[bytes]]:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
+
+
+def remove_stale(folder: Path, name: str) -> list[str]:
+    """Remove what killed runs left in ``folder``: ``atomic_output``'s temporary files for
+    ``name`` (``.NAME.XXXXXXXX.tmp``, ``tempfile.mkstemp``'s 8 characters) older than
+    ``STALE_SECONDS`` whose lock no live run holds. Returns the names removed."""
+    ours = re.compile(rf"\.{re.escape(name)}\.[a-z0-9_]{{8}}\.tmp")
+    removed = []
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            if not ours.fullmatch(entry.name):
+                continue
+            with contextlib.suppress(OSError):
+                if not entry.is_file(follow_symlinks=False) or \
+                        time.time() - entry.stat(follow_symlinks=False).st_mtime < STALE_SECONDS:
+                    continue
+                fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # fails while its run lives
+                    os.unlink(entry.path)
+                    removed.append(entry.name)
+                finally:
+                    os.close(fd)
+    return removed

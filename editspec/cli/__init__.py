@@ -54,8 +54,16 @@ def _add_correction_options(p: argparse.ArgumentParser) -> None:
                         "default: the bundle's corrector_config.json, else none")
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argparse parser (subcommands' too) whose usage errors are one line, like every other
+    error, not the usage text first ("editspec correct: error: argument --mode: invalid choice")."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="editspec", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="editspec", description=__doc__.splitlines()[0])
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -105,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.threads is not None and args.threads < 1:
+            raise EditspecError("--threads must be 1 or more")
         if args.threads:
             import torch
 

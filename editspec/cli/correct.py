@@ -16,6 +16,15 @@ from editspec.text import error_types
 from editspec.text.diff import Correction
 
 RED, GREEN, RESET = "\x1b[31m", "\x1b[32m", "\x1b[0m"
+# line breaks to str.splitlines and JavaScript besides those JSON escapes anyway (controls < 0x20)
+LINE_BREAKS = {ord(c): f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"}
+
+
+def json_line(value: dict) -> str:
+    """One JSON line, non-ASCII text as it is, except the characters that a line-splitting reader
+    (``str.splitlines``, JavaScript) takes for a line break: escaped, so one record is one line."""
+    return json.dumps(value, ensure_ascii=False).translate(LINE_BREAKS) + "\n"
+
 
 def format_diff(c: Correction, color: bool = False) -> str:
     """``input`` with edits marked ``[-old-]{+new+}`` (wdiff style), coloured if asked."""
@@ -70,7 +79,7 @@ def run_correct(args) -> int:
                     types = error_types.classify(results) if args.format == "jsonl" else [[]] * len(results)
                     for line, c, c_types in zip(block, results, types):
                         if args.format == "jsonl":
-                            lines.append(json.dumps(error_types.typed_dict(c, c_types), ensure_ascii=False) + "\n")
+                            lines.append(json_line(error_types.typed_dict(c, c_types)))
                         elif args.format == "diff":
                             lines.append(format_diff(c, color) + line.ending)
                         else:

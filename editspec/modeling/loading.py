@@ -29,9 +29,12 @@ T5_TYPES = {"t5"}
 
 def _read_json(path: Path) -> dict:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise EditspecError(f"cannot read {path}: {e}") from e
+    if not isinstance(value, dict):
+        raise EditspecError(f"{path} is not a JSON object")
+    return value
 
 
 def model_type(path: str | os.PathLike) -> str:
@@ -78,7 +81,9 @@ def resolve_models(
     for kind, path in (("edit5", edit5), ("t5", t5)):
         if path is None:
             continue
-        if kind == "edit5" or Path(path).exists():  # a T5 may also be a hub id
+        if kind == "t5" and not Path(path).exists():  # a T5 may also be a hub id
+            path = hub_model(str(path))
+        if kind == "edit5" or Path(path).exists():
             actual = model_type(path)
             if actual != kind:
                 raise EditspecError(f"{path} is a{'n EdiT5' if actual == 'edit5' else ' T5'} model, "
@@ -104,8 +109,34 @@ def trained_length(path: str | None) -> int | None:
     info = Path(path) / "training.json" if path else None
     if info is not None and info.is_file():
         value = _read_json(info).get("max_length")
-        return int(value) if value else None
+        if value is None:
+            return None
+        if type(value) is not int or value < 3:  # noqa: E721 (True is an int to isinstance)
+            raise EditspecError(f"{info}: max_length must be an integer of at least 3, not {value!r}")
+        return value
     return None
+
+
+def hub_model(name: str) -> str:
+    """The local directory of hub model ``name`` when it is in the cache; else ``name``, once
+    the hub has answered one quick request (without a network, transformers retries for a
+    minute before it fails)."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url, snapshot_download
+    from huggingface_hub.errors import HFValidationError, LocalEntryNotFoundError
+
+    try:
+        return snapshot_download(name, local_files_only=True)
+    except HFValidationError as e:
+        raise EditspecError(f"{name} is neither a model directory nor a hub model id") from e
+    except LocalEntryNotFoundError:
+        pass
+    try:
+        get_hf_file_metadata(hf_hub_url(name, "config.json"), timeout=10)
+    except Exception as e:  # offline, no such repository, gated: httpx and hub errors alike
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise EditspecError(f"{name} is no directory here and not in the hub cache, and the hub "
+                            f"cannot give it: {reason}") from e
+    return name
 
 
 @contextlib.contextmanager
@@ -123,11 +154,18 @@ def quiet_transformers() -> Iterator[None]:
             logging.enable_progress_bar()
 
 
-def load_edit5(path: str, device: torch.device):
-    """An EdiT5 checkpoint in eval mode, and its tokenizer (a one-line error if it is broken)."""
+def load_edit5(path: str, device: torch.device, t5=None, t5_path: str | None = None):
+    """An EdiT5 checkpoint in eval mode, and its tokenizer (a one-line error if it is broken).
+
+    An EdiT5 whose heads sit on a T5's encoder (``t5_encoder`` in its config) reads the encoder of
+    ``t5`` (loaded from ``t5_path``) when that is the T5 it names, so one encoder serves both;
+    else it loads the encoder it names itself."""
     model_type(path)
-    try:
-        model = EdiT5Model.from_pretrained(path, dtype=torch.float32)  # shipped bf16, computed fp32
+    named = _read_json(Path(path) / "config.json").get("t5_encoder")
+    same = named and t5 is not None and t5_path is not None and \
+        (Path(path) / named).resolve() == Path(t5_path).resolve()
+    try:  # shipped bf16, computed fp32
+        model = EdiT5Model.from_pretrained(path, dtype=torch.float32, t5=t5 if same else None)
     except Exception as e:  # missing/corrupt weights, wrong shapes
         raise EditspecError(f"cannot load an EdiT5 model from {path}: {str(e).splitlines()[0]}") from e
     tok = load_tokenizer(path)

@@ -92,7 +92,7 @@ def _parts(word: str) -> list[str]:
 def keep_unreadable(source: str, output: str, unreadable: Collection[int]) -> str:
     """``output`` with each edit of ``diff(source, output)`` undone that deletes or rewrites a
     character at an offset in ``unreadable`` (``tokens.unreadable``: characters the model reads as
-    <unk> or as a plain space), or that only inserts whitespace.
+    <unk> or as a plain space) or writes one of those characters, or that only inserts whitespace.
 
     A model cannot see such characters, so it cannot mean to change them: a T5 deletes parts of
     words of other scripts and emoji, and writes runs of spaces where it loses its place. The
@@ -101,6 +101,9 @@ def keep_unreadable(source: str, output: str, unreadable: Collection[int]) -> st
     if source == output:
         return output
     edits = diff(source, output)
+    unseen = {source[k] for k in unreadable if 0 <= k < len(source)}
+    # nor writes one elsewhere (a deleted word's CR moved to another place is then there twice)
     kept = [e for e in edits if not (any(k in unreadable for k in range(e.start, e.end)) or
+                                     unseen.intersection(e.correction) or
                                      (not e.original.strip() and e.correction.isspace()))]
     return output if len(kept) == len(edits) else apply(source, kept)

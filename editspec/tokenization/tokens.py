@@ -215,13 +215,17 @@ def render(tok: PreTrainedTokenizerBase, source: Encoded, output: Sequence[tuple
         soft = False
         parts.append(space + body)
 
+    written: set[int] = set()
     for tok_id, i in output:
         if i is not None:
             space = spaces[i]
+            if i in written:  # a token copied twice: its whitespace (a CR, a tab) was written once
+                space = " " if space else ""
             if i == 0 and parts and not space and tok.convert_ids_to_tokens(tok_id).startswith(SPACE):
                 space = " "  # the first token's word boundary is implicit in its piece
             write(space, chars[i])
-            held += held_after.get(i, "")
+            held += held_after.get(i, "") if i not in written else ""
+            written.add(i)
         elif tok_id not in special:
             piece = tok.convert_ids_to_tokens(tok_id)
             soft = soft or piece.startswith(SPACE)
