@@ -13,7 +13,9 @@ What happens to a line::
     spelling   with ``spelling`` on, words no dictionary holds are respelled (or split: "infront"),
                capitals restored ("i", names, sentence starts) and a long last sentence given its
                full stop (``editspec.spelling``)
-    batch      all units of all lines, longest first, ``batch_size`` at a time
+    batch      all units of all lines, longest first, ``batch_size`` at a time (T5 and speculative:
+               ``batch_size`` slots of the decoding core; a finished unit's slot takes the next
+               waiting unit at once, ``editspec.decoding.core``)
     model      edit5        tags, pointers, insertions -> realize_aligned -> render
                t5           greedy ids -> render_ids (aligned to the source)
                speculative  T5 greedy ids, drafted by EdiT5 -> render_ids
@@ -48,14 +50,13 @@ from typing import Callable, Iterator, Sequence
 
 import torch
 
-from editspec.decoding import core, drafters, rescoring, speculative
+from editspec.decoding import core, drafters, rescoring
 from editspec.config import CorrectorConfig
 from editspec.errors import EditspecError
-from editspec.modeling import t5
 from editspec.modeling import loading
 from editspec.modeling.loading import (load_edit5, quiet_transformers, resolve_device, resolve_models,
                                        trained_length)
-from editspec.modeling.t5 import load_t5
+from editspec.modeling.t5 import DTYPES, load_t5
 from editspec.text import segment
 from editspec.text.diff import Correction, diff
 from editspec.text.guard import guard, keep_unreadable, real_words
@@ -128,7 +129,7 @@ class Corrector:
         edit5: str | os.PathLike | None = None, t5: str | os.PathLike | None = None,
         device: str | torch.device | None = None, batch_size: int = 16, max_length: int | None = None,
         max_edit_words: int | None = None, rounds: int | None = None, spelling: bool | None = None,
-        rescore: bool | None = None, prefix: str | None = None,
+        rescore: bool | None = None, prefix: str | None = None, dtype: str | torch.dtype | None = None,
     ) -> "Corrector":
         """Load a bundle (``DIR/edit5``, ``DIR/t5``) or one checkpoint; default: the shipped bundle.
 
@@ -138,12 +139,17 @@ class Corrector:
         when ``t5``/``edit5`` are given), else to ``CorrectorConfig``'s defaults: a checkpoint of
         your own gives its raw output. Without a mode there, ``speculative`` when both models are
         present, else the one present. ``max_length`` (model input tokens with EOS) overrides the
-        checkpoint's training length.
+        checkpoint's training length. ``dtype`` (float32 or bfloat16, names of ``t5.DTYPES``): the
+        models' compute type (default float32; the shipped weights are bfloat16 on disk).
         """
         if batch_size < 1:
             raise EditspecError("batch size must be at least 1")
         if max_length is not None and max_length < 3:
             raise EditspecError("max length must be at least 3 tokens (with EOS)")
+        if isinstance(dtype, str):
+            if dtype not in DTYPES:
+                raise EditspecError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
+            dtype = DTYPES[dtype]
         edit5_path, t5_path = resolve_models(model, edit5, t5)
         if model is not None:
             where = Path(model)
@@ -165,9 +171,11 @@ class Corrector:
         loaded: dict = {}
         with quiet_transformers():
             if "t5" in NEEDS[mode]:
-                loaded["t5"], loaded["t5_tokenizer"] = load_t5(t5_path, device=dev)
+                loaded["t5"], loaded["t5_tokenizer"] = load_t5(t5_path, device=dev, dtype=dtype)
             if "edit5" in NEEDS[mode]:  # on the T5's encoder, if its heads sit there
                 loaded["edit5"], loaded["edit5_tokenizer"] = load_edit5(edit5_path, dev, loaded.get("t5"), t5_path)
+                if dtype is not None:
+                    loaded["edit5"].to(dtype)
         return cls(mode, batch_size=batch_size, max_length=max_length, paths=paths,
                    max_edit_words=config.max_edit_words, rounds=config.rounds, spelling=config.spelling,
                    rescore=config.rescore, prefix=config.prefix, **loaded)
@@ -260,18 +268,28 @@ class Corrector:
         order = sorted((i for i in range(len(units)) if fits[i]), key=lambda i: -len(encoded[i].ids))
         if self.spelling:
             knows = load_speller().knows
-        for start in range(0, len(order), self.batch_size):
-            batch = order[start:start + self.batch_size]
-            for i, text in zip(batch, self._correct_batch([encoded[i] for i in batch])):
-                # no edit of what the model cannot read (offsets in the unit: the prefix is not in it)
-                text = keep_unreadable(units[i], text, {k - len(prefix) for k in unreadable(self.tokenizer, encoded[i])})
-                out[i] = guard(units[i], text, self.max_edit_words)
-                self.guarded += out[i] != text
-                if self.spelling:  # the dictionary of the spelling step: no made-up words either
-                    checked = real_words(units[i], out[i], knows)
-                    self.unreal += checked != out[i]
-                    out[i] = checked
-            if progress is not None:
+
+        def settle(i: int, text: str) -> None:
+            # no edit of what the model cannot read (offsets in the unit: the prefix is not in it)
+            text = keep_unreadable(units[i], text, {k - len(prefix) for k in unreadable(self.tokenizer, encoded[i])})
+            out[i] = guard(units[i], text, self.max_edit_words)
+            self.guarded += out[i] != text
+            if self.spelling:  # the dictionary of the spelling step: no made-up words either
+                checked = real_words(units[i], out[i], knows)
+                self.unreal += checked != out[i]
+                out[i] = checked
+
+        # EdiT5: ``batch_size`` units at a time; T5: all of them through the core's ``batch_size``
+        # slots, where a finished unit's slot takes the next waiting one at once
+        chunks = [order[a:a + self.batch_size] for a in range(0, len(order), self.batch_size)] \
+            if self.mode == "edit5" else [order] if order else []
+        for batch in chunks:
+            each = progress is not None and self.mode != "edit5"  # progress as each unit is done
+            done = (lambda k, batch=batch: progress(len(units[batch[k]]))) if each else None
+            rows = [encoded[i] for i in batch]
+            for i, text in zip(batch, self._correct_batch(rows, done) if each else self._correct_batch(rows)):
+                settle(i, text)
+            if progress is not None and not each:
                 progress(sum(len(units[i]) for i in batch))
         if self.rescore:  # the output model undoes the edits it scores lower than their absence
             changed = [i for i in order if out[i] != units[i]]
@@ -297,16 +315,20 @@ class Corrector:
         edits = [replace(ed, insertions=ed.insertions[:max(32, len(e.ids) + 17)]) for e, ed in zip(encoded, edits)]
         return [realize_aligned(e.ids, ed, self.markers, tok.eos_token_id) for e, ed in zip(encoded, edits)]
 
-    def _correct_batch(self, encoded) -> list[str]:
-        with torch.inference_mode():
-            if self.mode == "edit5":
+    def _correct_batch(self, encoded, done: Callable[[int], None] | None = None) -> list[str]:
+        """The model's output text per unit; ``done(k)`` once unit k is decoded (T5 modes)."""
+        if self.mode == "edit5":
+            with torch.inference_mode():
                 pairs = self._edit5_ids(encoded)
-                return [render(self.edit5_tokenizer, e, p) for e, p in zip(encoded, pairs)]
-            tok = self.t5_tokenizer
-            rows = [e.ids + [tok.eos_token_id] for e in encoded]
-            max_new = [2 * len(r) + 16 for r in rows]  # GEC output is about as long as its input
+            return [render(self.edit5_tokenizer, e, p) for e, p in zip(encoded, pairs)]
+        tok = self.t5_tokenizer
+        if not encoded:
+            return []
+        rows = [e.ids + [tok.eos_token_id] for e in encoded]
+        max_new = [2 * len(r) + 16 for r in rows]  # GEC output is about as long as its input
+        with torch.inference_mode():
             drafter = None if self.mode == "t5" else self._drafter(encoded)
-            outputs, _ = core.generate(self.t5, rows, len(rows), drafter, max_new_tokens=max_new)
+            outputs, _ = core.generate(self.t5, rows, self.batch_size, drafter, max_new_tokens=max_new, done=done)
         # each row's own limit, as if alone: a row's output never depends on the batch
         return [render_ids(tok, e, out[:2 * len(e.ids) + 18]) for e, out in zip(encoded, outputs)]
 
@@ -314,9 +336,11 @@ class Corrector:
         """EdiT5's output as the draft, or the output's own earlier n-grams where they match
         better (a looping row)."""
         if self.shared_vocab:  # EdiT5 reads T5's input ids
-            return drafters.Mix(drafters.EdiT5(self.edit5, self.markers, self.batch_size), drafters.Ngram())
+            return drafters.Mix(drafters.EdiT5(self.edit5, self.markers), drafters.Ngram())
         # another vocabulary: EdiT5 reads its own ids, and its drafts go text -> T5 ids
         texts = [e.text for e in encoded]
-        drafts = [[t for t, _ in pairs] for pairs in self._edit5_ids(encode(self.edit5_tokenizer, texts))]
-        drafts = speculative.retokenize_drafts(drafts, self.edit5_tokenizer, self.t5_tokenizer, sources=texts)
+        theirs = encode(self.edit5_tokenizer, texts)
+        drafts = [[t for t, _ in pairs] for at in range(0, len(theirs), self.batch_size)
+                  for pairs in self._edit5_ids(theirs[at: at + self.batch_size])]
+        drafts = drafters.retokenize_drafts(drafts, self.edit5_tokenizer, self.t5_tokenizer, sources=texts)
         return drafters.Mix(drafters.Follow(drafts), drafters.Ngram())

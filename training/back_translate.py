@@ -5,7 +5,7 @@ way a learner writes: 10,000 steps of them teach a T5 little about learners' tex
 (reports/models.md). An error model has learnt that from the learners themselves: a T5 trained on
 W&I train + FCE train with the pairs turned around (``configs/t5-small-cpu-errors.yaml``,
 ``reverse: true``), corrected text in, the learner's text out. Sampled token by token
-(``editspec.modeling.t5.sample``; greedy would copy nearly every sentence; ``--temperature 0.9`` gives 73%
+(``editspec.decoding.core.generate(do_sample=True)``; greedy would copy nearly every sentence; ``--temperature 0.9`` gives 73%
 of sentences changed and 0.09 edits a word, near W&I train's 66% and 0.12, where 1.0 writes word
 salad), it writes a different error sentence each time (seed fixed: one Wikipedia sentence, one
 model, one seed, one output). A small error model also loses the rare words it cannot spell, and
@@ -44,12 +44,12 @@ from rapidfuzz.distance import DamerauLevenshtein
 from tqdm import tqdm
 from wordfreq import zipf_frequency
 
+from editspec.decoding import core
 from editspec.modeling import t5
 from editspec.data.corpora import data_dir
 from editspec.files import atomic_output
 from editspec.text.diff import Edit, apply, diff
 from editspec.text.guard import guard
-from editspec.data.features import pad
 from editspec.text.spelling import load_speller
 from editspec.tokenization.tokens import encode, render_ids
 from training.synthetic.pairs import WIKI_DIR, read_lines, shard_files
@@ -90,19 +90,17 @@ def learner_errors(clean: str, sampled: str, knows: Callable[[str], bool]) -> st
 
 
 def sample_errors(model, tok, sentences: list[str], seed: int, temperature: float, batch_size: int) -> list[str]:
-    """One sampled learner version of each sentence (longest first in batches: little padding)."""
+    """One sampled learner version of each sentence (longest first through the decoding core's
+    ``batch_size`` slots: a finished sentence's slot takes the next at once)."""
     generator = torch.Generator().manual_seed(seed)
     encoded = encode(tok, sentences)
     order = sorted(range(len(sentences)), key=lambda i: -len(encoded[i].ids))
+    rows = [encoded[i].ids + [tok.eos_token_id] for i in order]
+    sampled, _ = core.generate(model, rows, batch_size, max_new_tokens=[len(r) + 16 for r in rows],
+                               do_sample=True, temperature=temperature, generator=generator)
     out = [""] * len(sentences)
-    for start in range(0, len(order), batch_size):
-        rows = [encoded[i] for i in order[start:start + batch_size]]
-        ids = pad([e.ids + [tok.eos_token_id] for e in rows], tok.pad_token_id)
-        mask = pad([[1] * (len(e.ids) + 1) for e in rows], 0)
-        sampled = t5.sample(model, ids, mask, max_new_tokens=ids.shape[1] + 16, temperature=temperature,
-                            generator=generator)
-        for i, e, ids_i in zip(order[start:start + batch_size], rows, sampled):
-            out[i] = render_ids(tok, e, ids_i)
+    for i, ids in zip(order, sampled):
+        out[i] = render_ids(tok, encoded[i], ids)
     return out
 
 

@@ -40,10 +40,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--trace", action="store_true",
                    help="write a torch.profiler chrome trace of one batch per mode (trace-MODE.json)")
     p.add_argument("--t5-draft", default=None,
-                   help="small T5 drafter for speculative-small and hf-assisted "
+                   help="small T5 for hf-assisted's assistant_model "
                         "(default: the bundle's t5-draft/)")
-    p.add_argument("--gamma", default="4",
-                   help="initial draft window of the speculative modes (adapts up to 64), or 'all'")
+    p.add_argument("--gamma", default="auto",
+                   help="draft tokens per row and pass of the speculative modes: 'auto' (sized to the "
+                        "batch from the pass costs measured on the model), a fixed number, or 'all' "
+                        "(the whole remaining draft, up to 48)")
     p.add_argument("--prompt-lookup-tokens", type=int, default=10,
                    help="prompt_lookup_num_tokens of hf-prompt-lookup")
     p.add_argument("--dtype", default=None,
@@ -52,15 +54,15 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def _gamma(value: str) -> int | str:
-    """--gamma: a positive integer, or 'all'."""
-    if value == "all":
+    """--gamma: 'auto', 'all' or a positive integer."""
+    if value in ("auto", "all"):
         return value
     try:
         n = int(value)
     except (TypeError, ValueError):
         n = 0
     if n < 1:
-        raise EditspecError(f"--gamma must be a positive integer or 'all', not {value!r}")
+        raise EditspecError(f"--gamma must be 'auto', 'all' or a positive integer, not {value!r}")
     return n
 
 

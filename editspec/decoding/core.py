@@ -20,15 +20,22 @@ cache beyond that length, are never attended to (causal mask) and are overwritte
 pass, so nothing is cropped or fed twice. A slot whose sentence ends (EOS or its token budget)
 takes the next waiting sentence at once: continuous batching over the whole input list.
 
+Sentences are encoded ``slots`` at a time, ahead of the slots they will take: the encoder runs
+once per sentence in batches, and a drafter that reads the same encoder (EdiT5's heads sitting
+on the T5's encoder) gets those states (``Drafter.encoded``) instead of encoding again.
+
 The layers are T5's own modules (layer norms, q/k/v/o, feed-forward, LM head: the checkpoint's
 key names), called on packed tokens; only the attention is written here, as T5's eager attention
-(scores + bias + mask, softmax, no 1/sqrt(d) scaling).
+(scores + bias + mask, softmax, no 1/sqrt(d) scaling), over the whole cache of the call: a row's
+numbers never depend on the rows beside it or on the width of the pass, so speculative output is
+greedy output bit for bit in any dtype (bf16 included).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -37,9 +44,47 @@ from transformers import T5ForConditionalGeneration
 from transformers.models.t5.modeling_t5 import T5Attention
 
 from editspec.decoding.drafters import Drafter
-from editspec.decoding.speculative import SpecStats, _accept_sampled
 from editspec.decoding.window import WindowPolicy
 from editspec.modeling import t5
+
+
+@dataclass
+class SpecStats:
+    """Counts of one ``generate`` call; lists have one entry per sentence."""
+
+    proposed: list[int]  # draft tokens sent to the verifier
+    accepted: list[int]  # draft tokens the verifier accepted
+    tokens: list[int]  # tokens generated, EOS included
+    row_passes: list[int]  # verifier passes the sentence took part in
+    passes: int = 0  # verifier decoder passes (all slots together)
+    windows: list[tuple[int, int]] = field(default_factory=list)  # (proposed, accepted) per row and pass
+
+    @classmethod
+    def empty(cls, n: int) -> "SpecStats":
+        return cls([0] * n, [0] * n, [0] * n, [0] * n)
+
+    @property
+    def acceptance_rate(self) -> float:
+        """Accepted / proposed draft tokens (0.0 when nothing was proposed)."""
+        return sum(self.accepted) / max(1, sum(self.proposed))
+
+
+def accept_sampled(probs: torch.Tensor, draft: list[int],
+                   generator: torch.Generator | None) -> tuple[int, int]:
+    """(number of draft tokens accepted, the verifier's own next token) for one row's window of
+    len(draft) + 1 distributions: Leviathan et al.'s rule with the draft as a point mass
+    q = onehot(x): accept x with probability p(x), else sample from norm(max(0, p - onehot(x))),
+    which is p with x removed. The output then has exactly the distribution of T5's sampling."""
+    if draft:
+        p_draft = probs[torch.arange(len(draft), device=probs.device), torch.tensor(draft, device=probs.device)]
+        u = torch.rand(len(draft), generator=generator, device=probs.device, dtype=probs.dtype)
+        rejected = (u >= p_draft).nonzero()
+        if len(rejected):
+            n = int(rejected[0])
+            residual = probs[n].clone()
+            residual[draft[n]] = 0
+            return n, int(torch.multinomial(residual, 1, generator=generator))
+    return len(draft), int(torch.multinomial(probs[len(draft)], 1, generator=generator))
 
 
 class Decoder:
@@ -60,14 +105,19 @@ class Decoder:
         self.length = [0] * slots  # tokens in each slot's cache
         self.min = torch.finfo(p.dtype).min
 
-    def admit(self, slots: list[int], sources: list[list[int]]) -> None:
-        """Encode ``sources`` (ids with EOS) once and give them ``slots``: empty caches, their
-        cross-attention keys/values."""
+    def encode(self, sources: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(ids [b, S], mask [b, S], encoder states [b, S, d_model]) of ``sources`` (ids with
+        EOS), right-padded."""
         dev = self.xmask.device
         width = max(map(len, sources))
-        ids = torch.tensor([s + [0] * (width - len(s)) for s in sources], device=dev)  # [b, S]
+        ids = torch.tensor([s + [0] * (width - len(s)) for s in sources], device=dev)
         mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in sources], device=dev)
-        hidden = t5.encode(self.model, ids, mask)  # [b, S, d_model]
+        return ids, mask, t5.encode(self.model, ids, mask)
+
+    def admit(self, slots: list[int], mask: torch.Tensor, hidden: torch.Tensor) -> None:
+        """Give encoded sentences (``encode``'s mask and states) ``slots``: empty caches, their
+        cross-attention keys/values."""
+        dev, width = self.xmask.device, hidden.shape[1]
         at = torch.tensor(slots, device=dev)
         for l, block in enumerate(self.blocks):
             cross = block.layer[1].EncDecAttention
@@ -86,8 +136,10 @@ class Decoder:
 
     def _forward(self, rows: list[int], feeds: list[list[int]]) -> torch.Tensor:
         dev, B, W = self.xmask.device, len(rows), max(map(len, feeds))
-        L = max(self.length[r] + len(f) for r, f in zip(rows, feeds))  # keys to attend to
-        S = int(self.xmask[rows].sum(-1).max())
+        # every pass attends over the whole cache (masked beyond each row's own keys): a softmax's
+        # sum runs in an order that depends on its length, so a row's logits would otherwise
+        # depend on the rows beside it (in bf16, often enough to flip a token)
+        L, S = self.k[0].shape[2], self.xmask.shape[1]
         ids = torch.tensor([t for f in feeds for t in f], device=dev)  # [T]
         b_of = torch.tensor([b for b, f in enumerate(feeds) for _ in f], device=dev)  # [T]
         j_of = torch.tensor([j for f in feeds for j in range(len(f))], device=dev)  # [T]
@@ -141,12 +193,14 @@ def generate(
     drafter: Drafter | None = None, max_new_tokens: int | Sequence[int] = 128,
     window: int | WindowPolicy | None = None, do_sample: bool = False, temperature: float = 1.0,
     top_p: float = 1.0, generator: torch.Generator | None = None,
+    done: Callable[[int], None] | None = None,
 ) -> tuple[list[list[int]], SpecStats]:
     """T5's output ids (no start token, no EOS) for each source (ids ending in EOS), greedy or
     sampled, drafted by ``drafter`` (None: one token per pass), ``slots`` sentences at a time.
 
     ``window``: draft tokens per row and pass, a fixed number or a ``WindowPolicy`` (None: the
-    one measured for this model and slot count, see ``editspec.decoding.window``).
+    one measured for this model and slot count, see ``editspec.decoding.window``). ``done(i)``
+    is called as soon as sentence i is decoded (progress).
     """
     n, eos = len(sources), model.config.eos_token_id
     budget = [max_new_tokens] * n if isinstance(max_new_tokens, int) else list(max_new_tokens)
@@ -158,19 +212,31 @@ def generate(
         if not isinstance(window, WindowPolicy):
             window = WindowPolicy.measured(model, slots) if window is None else WindowPolicy.fixed_size(window)
     waiting = deque(i for i in range(n) if budget[i] > 0)
+    for i in range(n):
+        if budget[i] <= 0 and done is not None:
+            done(i)
     if not waiting:
         return out, stats
     dec = Decoder(model, slots, max(map(len, sources)), max(budget) + 1)
     sentence: list[int | None] = [None] * slots  # which sentence each slot decodes
     pending: list[int] = [dec.start] * slots  # the token each slot feeds next
+    staged: tuple[list[int], torch.Tensor, torch.Tensor] = ([], None, None)  # encoded, not yet admitted
 
     while True:
-        free = [s for s in range(slots) if sentence[s] is None][: len(waiting)]
-        if free:  # finished rows leave; waiting sentences take their slots
-            new = [waiting.popleft() for _ in free]
-            dec.admit(free, [list(sources[i]) for i in new])
-            for s, i in zip(free, new):
+        free = [s for s in range(slots) if sentence[s] is None]
+        while free and (staged[0] or waiting):  # finished rows leave; waiting sentences take their slots
+            if not staged[0]:  # encode the next ``slots`` sentences in one batch
+                new = [waiting.popleft() for _ in range(min(slots, len(waiting)))]
+                ids, mask, hidden = dec.encode([list(sources[i]) for i in new])
+                if drafter is not None:
+                    drafter.encoded(new, ids, mask, hidden, model.encoder)
+                staged = (new, mask, hidden)
+            new, mask, hidden = staged
+            k = min(len(free), len(new))
+            dec.admit(free[:k], mask[:k], hidden[:k])
+            for s, i in zip(free[:k], new[:k]):
                 sentence[s], pending[s] = i, dec.start
+            staged, free = (new[k:], mask[k:], hidden[k:]), free[k:]
         rows = [s for s in range(slots) if sentence[s] is not None]
         if not rows:
             return out, stats
@@ -193,7 +259,7 @@ def generate(
             i, seg = sentence[s], slice(at, at + len(draft) + 1)  # predictions for draft + 1
             at += len(draft) + 1
             if do_sample:
-                k, own = _accept_sampled(probs[seg], draft, generator)
+                k, own = accept_sampled(probs[seg], draft, generator)
             else:
                 k = next((j for j, (a, b) in enumerate(zip(draft, preds[seg])) if a != b), len(draft))
                 own = preds[seg][k]
@@ -206,11 +272,14 @@ def generate(
             stats.tokens[i] += len(new)
             out[i] += [t for t in new if t != eos]
             if drafter is not None:
+                stats.windows.append((len(draft), k))
                 window.update(k, len(draft))
             if new[-1] == eos or len(out[i]) >= budget[i]:
                 sentence[s] = None
                 if drafter is not None:
                     drafter.finish(i)
+                if done is not None:
+                    done(i)
 
 
 def inputs(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> list[list[int]]:
@@ -220,7 +289,7 @@ def inputs(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> list[list[i
 
 def greedy(model: T5ForConditionalGeneration, input_ids: torch.Tensor, attention_mask: torch.Tensor,
            max_new_tokens: int = 128, slots: int | None = None) -> list[list[int]]:
-    """Greedy output ids per row, on the core (``t5.greedy``'s contract)."""
+    """Greedy output ids per row of a padded batch (no start token, no EOS, no padding)."""
     rows = inputs(input_ids, attention_mask)
     return generate(model, rows, slots or len(rows), max_new_tokens=max_new_tokens)[0]
 
@@ -228,7 +297,7 @@ def greedy(model: T5ForConditionalGeneration, input_ids: torch.Tensor, attention
 def sample(model: T5ForConditionalGeneration, input_ids: torch.Tensor, attention_mask: torch.Tensor,
            max_new_tokens: int = 128, temperature: float = 1.0, top_p: float = 1.0,
            generator: torch.Generator | None = None, slots: int | None = None) -> list[list[int]]:
-    """Sampled output ids per row (``t5.token_probs`` at every step), on the core."""
+    """Sampled output ids per row of a padded batch (``t5.token_probs`` at every step)."""
     rows = inputs(input_ids, attention_mask)
     return generate(model, rows, slots or len(rows), max_new_tokens=max_new_tokens, do_sample=True,
                     temperature=temperature, top_p=top_p, generator=generator)[0]

@@ -12,7 +12,9 @@ output so far "he went"::
              one pass instead of one pass per token)
     static   given drafts (EdiT5's corrections, or gold), followed like the copy, the source
              the second reference
-    edit5    EdiT5's realized edits as static drafts, computed in batches by ``prepare``
+    edit5    EdiT5's realized edits as static drafts, computed when the core encodes the
+             sentences (``encoded``): EdiT5 heads that sit on the T5's encoder read the
+             states the core computed, so the encoder runs once per sentence
     mix      several drafters: each pass takes the one whose last proposal matched the
              verifier's output longest
 """
@@ -22,8 +24,11 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
+from transformers import PreTrainedTokenizerBase
 
 from editspec.errors import EditspecError
+from editspec.tokenization.edits import realize
+from editspec.tokenization.tokens import encode, render_ids
 
 
 class Drafter:
@@ -36,6 +41,11 @@ class Drafter:
         """Called once per ``generate`` with every source (ids without EOS) and the EOS id."""
         self.sources, self.eos = sources, eos
 
+    def encoded(self, indices: list[int], input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                hidden: torch.Tensor, encoder: torch.nn.Module) -> None:
+        """The core encoded these sentences (``encoder``'s states ``hidden``, rows as
+        ``input_ids``); they take slots next."""
+
     def propose(self, index: int, output: list[int], limit: int) -> list[int]:
         raise NotImplementedError
 
@@ -45,7 +55,10 @@ class Drafter:
 
 class Follow(Drafter):
     """Follows reference sequences (a draft, then the source) through the verifier's output,
-    resynchronising after a mismatch (``speculative.StaticDrafter``'s algorithm, per sentence)."""
+    resynchronising after a mismatch (Sun et al. 2021): the last 1-3 output tokens are looked
+    up in the draft, then in the source; the first n-gram with exactly one occurrence says where
+    the output re-joins them. With no unique match it guesses that T5 replaced the token (the
+    most frequent GEC edit), drafts on after it, and waits there (T5 may be inserting)."""
 
     def __init__(self, drafts: Sequence[Sequence[int]] | None = None, resync: bool = True,
                  max_ngram: int = 3):
@@ -121,33 +134,34 @@ class Ngram(Drafter):
 
 
 class EdiT5(Follow):
-    """EdiT5's corrections are the drafts: ``generate_edits`` on batches of the sources, then
-    realized into token ids. EdiT5 reads the verifier's ids: both share one tokenizer."""
+    """EdiT5's corrections are the drafts: ``generate_edits`` on each batch of sentences the core
+    encodes, realized into token ids. EdiT5 reads the verifier's ids: both share one tokenizer.
+    When its heads sit on the verifier's encoder (``EdiT5Model.sit_on``), they read the states
+    the core computed: one encoder pass per sentence serves the draft and the verification."""
 
-    def __init__(self, model, markers: Sequence[int], batch_size: int = 32, resync: bool = True,
+    def __init__(self, model, markers: Sequence[int], resync: bool = True,
                  max_insertion_tokens: int | None = None):
         super().__init__(None, resync)
         if not markers:
             raise EditspecError("the EdiT5 drafter needs the marker ids: pass the EdiT5 tokenizer's")
-        self.model, self.markers, self.batch_size = model, list(markers), batch_size
+        self.model, self.markers = model, list(markers)
         self.max_insertion_tokens = max_insertion_tokens
 
     def prepare(self, sources, eos):
-        from editspec.tokenization.edits import realize
-
-        self.eos, drafts = eos, []
-        dev = next(self.model.parameters()).device
-        for at in range(0, len(sources), self.batch_size):
-            chunk = [list(s) + [self.eos] for s in sources[at: at + self.batch_size]]
-            width = max(map(len, chunk))
-            ids = torch.tensor([c + [0] * (width - len(c)) for c in chunk], device=dev)
-            mask = torch.tensor([[1] * len(c) + [0] * (width - len(c)) for c in chunk], device=dev)
-            limit = self.max_insertion_tokens or max(32, width + 16)
-            with torch.inference_mode():
-                edits = self.model.generate_edits(ids, mask, max_insertion_tokens=limit)
-            drafts += [realize(c[:-1], e, self.markers, self.eos) for c, e in zip(chunk, edits)]
-        self.drafts = drafts
         super().prepare(sources, eos)
+        self.drafts: dict[int, list[int]] = {}  # filled by ``encoded``, before each sentence's turn
+
+    def encoded(self, indices, input_ids, attention_mask, hidden, encoder):
+        states = hidden if encoder is self.model.encoder else None  # else EdiT5 encodes itself
+        limit = self.max_insertion_tokens or max(32, input_ids.shape[1] + 16)
+        edits = self.model.generate_edits(input_ids, attention_mask, max_insertion_tokens=limit,
+                                          encoder_hidden_states=states)
+        for i, e in zip(indices, edits):
+            self.drafts[i] = realize(self.sources[i], e, self.markers, self.eos)
+
+    def finish(self, index):
+        super().finish(index)
+        self.drafts.pop(index, None)
 
 
 class Mix(Drafter):
@@ -163,6 +177,10 @@ class Mix(Drafter):
             d.prepare(sources, eos)
         self._last: dict[int, tuple[int, list[list[int]]]] = {}
         self._best: dict[int, int] = {}
+
+    def encoded(self, indices, input_ids, attention_mask, hidden, encoder):
+        for d in self.drafters:
+            d.encoded(indices, input_ids, attention_mask, hidden, encoder)
 
     def propose(self, index, output, limit):
         if index in self._last:
@@ -188,3 +206,27 @@ def _prefix(a: Sequence[int], b: Sequence[int]) -> int:
     while n < len(a) and n < len(b) and a[n] == b[n]:
         n += 1
     return n
+
+
+def check_tokenizers(drafter: Drafter, tokenizer: PreTrainedTokenizerBase | None) -> None:
+    """Refuse a drafter whose ids come from another vocabulary than the verifier's."""
+    theirs = drafter.tokenizer
+    if theirs is not None and tokenizer is not None and theirs is not tokenizer \
+            and theirs.get_vocab() != tokenizer.get_vocab():
+        raise EditspecError(
+            "the drafter and the verifier use different tokenizers; render the drafts as text "
+            "and re-tokenize them (editspec.decoding.drafters.retokenize_drafts, then Follow)")
+
+
+def retokenize_drafts(drafts: Sequence[Sequence[int]], draft_tokenizer: PreTrainedTokenizerBase,
+                      verifier_tokenizer: PreTrainedTokenizerBase,
+                      sources: Sequence[str] | None = None) -> list[list[int]]:
+    """Drafts in the drafter's ids -> text -> the verifier's ids. With the source texts, the
+    text of copied tokens comes from the source (``render_ids``), so characters the drafter's
+    vocabulary lacks (its ``<unk>``) are spelled as in the input."""
+    if sources is not None:
+        texts = [render_ids(draft_tokenizer, src, d)
+                 for src, d in zip(encode(draft_tokenizer, sources), drafts)]
+    else:
+        texts = [draft_tokenizer.decode(d, skip_special_tokens=True) for d in drafts]
+    return [e.ids for e in encode(verifier_tokenizer, texts)]

@@ -63,7 +63,7 @@ def measure(model: T5ForConditionalGeneration, slots: int, source_length: int = 
     cfg = model.config
     source = [min(5 + i, cfg.vocab_size - 1) for i in range(source_length - 1)] + [cfg.eos_token_id]
     dec = Decoder(model, slots, source_length, max(WIDTHS) + 2)
-    dec.admit(list(range(slots)), [source] * slots)
+    dec.admit(list(range(slots)), *dec.encode([source] * slots)[1:])
     rows = list(range(slots))
     costs = {}
     for w in WIDTHS:

@@ -25,7 +25,7 @@ from tqdm import tqdm
 from transformers import T5Config, T5ForConditionalGeneration
 
 from editspec.errors import EditspecError
-from editspec.modeling import t5
+from editspec.decoding import core
 from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
 from editspec.profiling.clock import Clock, Recorder, Sample
 from editspec.profiling.data import batches, model_inputs
@@ -118,7 +118,7 @@ def profile_architectures(sources: list[str], targets: list[str], tokenizer, dev
         rec = Recorder(clock)
         rec.time_module(model.encoder, "encoder")
         if kind == "t5":
-            rec.time_module(model, "step")
+            rec.wrap(core.Decoder, "forward", "step")  # one pass of the decoding core per step
             steps = max(len(r[2]) for r in group) + 1  # the target, then EOS
         else:
             rec.mark_module(model.decoder.block[0], "step")
@@ -135,7 +135,7 @@ def profile_architectures(sources: list[str], targets: list[str], tokenizer, dev
                 clock.sync()
                 start = clock.stamp()
                 if kind == "t5":
-                    outputs = t5.greedy(model, ids, mask, max_new_tokens=steps)
+                    outputs = core.greedy(model, ids, mask, max_new_tokens=steps)
                     end_dec = None
                 else:
                     edits = model.generate_edits(ids, mask, max_insertion_tokens=steps)

@@ -88,15 +88,17 @@ class Recorder:
         self._undo.append(module.register_forward_hook(lambda m, args, out: output(out)).remove)
 
     def wrap(self, obj, name: str, label: str) -> None:
-        """Time calls of the method ``obj.name`` (an instance attribute shadows the class's)."""
+        """Time calls of the method ``obj.name``: on an instance (an attribute that shadows the
+        class's), or on a class (every instance's calls; ``close`` puts the method back)."""
         original = getattr(obj, name)
+        own = vars(obj).get(name)  # a class's own method, restored by close
 
         def timed(*args, **kwargs):
             with self.span(label):
                 return original(*args, **kwargs)
 
         setattr(obj, name, timed)
-        self._undo.append(lambda: delattr(obj, name))
+        self._undo.append(lambda: setattr(obj, name, own) if own is not None else delattr(obj, name))
 
     def close(self) -> None:
         for undo in reversed(self._undo):

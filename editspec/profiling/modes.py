@@ -4,17 +4,17 @@ The corrector's own modes (``editspec.config.MODES``: edit5, t5, speculative) co
 leading as the reference every other mode is compared with; then our other drafters and the
 transformers peers::
 
-    t5                   our T5 greedy loop (``editspec.modeling.t5.greedy``): the reference
+    t5                   T5 greedy on our decoding core (``editspec.decoding.core``): the reference
     edit5                EdiT5 alone: tags, pointers, insertions
-    speculative          T5 verifies EdiT5's draft (the corrector's speculative mode)
-    speculative-copy     ... the source sentence's n-grams as the draft
-    speculative-small    ... a small T5's greedy draft (a bundle's t5-draft/)
+    speculative          T5 verifies EdiT5's draft, mixed with the output's own n-grams (the
+                         corrector's speculative mode)
+    speculative-copy     ... the source (with resync), mixed with the output's n-grams
     speculative-perfect  ... T5's own greedy output as the draft: the limit of a perfect drafter
     hf-greedy            transformers' ``generate``, greedy
     hf-assisted          ... with the small T5 as ``assistant_model`` (batch size 1 only)
     hf-prompt-lookup     ... with ``prompt_lookup_num_tokens`` (batch size 1 only)
 
-``NEEDS["speculative-small"] == ("t5", "t5-draft")``: a mode is skipped, with a note, when a model
+``NEEDS["hf-assisted"] == ("t5", "t5-draft")``: a mode is skipped, with a note, when a model
 it needs is missing. This module imports no torch, so the CLI can check ``--modes`` at once.
 """
 
@@ -26,13 +26,12 @@ from editspec.config import MODES as CORRECTOR_MODES
 from editspec.errors import EditspecError
 
 REFERENCE = "t5"
-SPECULATIVE = ("speculative", "speculative-copy", "speculative-small", "speculative-perfect")
+SPECULATIVE = ("speculative", "speculative-copy", "speculative-perfect")
 PEERS = ("hf-greedy", "hf-assisted", "hf-prompt-lookup")  # transformers' generate
 MODES = (REFERENCE, *(m for m in CORRECTOR_MODES if m != REFERENCE),
          *(m for m in SPECULATIVE if m not in CORRECTOR_MODES), *PEERS)
 NEEDS = {"t5": ("t5",), "edit5": ("edit5",), "speculative": ("t5", "edit5"),
-         "speculative-copy": ("t5",), "speculative-small": ("t5", "t5-draft"),
-         "speculative-perfect": ("t5",), "hf-greedy": ("t5",), "hf-assisted": ("t5", "t5-draft"),
+         "speculative-copy": ("t5",), "speculative-perfect": ("t5",), "hf-greedy": ("t5",), "hf-assisted": ("t5", "t5-draft"),
          "hf-prompt-lookup": ("t5",)}
 BATCH_ONE = ("hf-assisted", "hf-prompt-lookup")  # transformers: assisted generation, batch 1 only
 

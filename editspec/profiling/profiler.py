@@ -7,23 +7,28 @@ and then each other mode, so that a change in machine load hits all of them alik
 
     latency   input ids on the device -> output ids (tokenizing and rendering text excluded:
               they are the same for every mode)
-    encoder   the encoder pass of T5 (the verifier) or of EdiT5
-    decoder   one entry per decoder pass: a T5 step (one token per row), a verifier pass over
-              a window of draft tokens, or a step of EdiT5's one-layer insertion decoder
-    draft     the drafter's work: EdiT5's tags, pointers and insertions; the small T5's
-              encoder and steps; the copy/perfect drafters' n-gram lookups
+    encoder   the encoder passes of T5 (the verifier) or of EdiT5
+    decoder   one entry per decoder pass: a pass of the decoding core (``core.Decoder.forward``:
+              one token per row for greedy, a window of draft tokens per row when speculating),
+              a step of ``generate`` (the hf-* peers), or a step of EdiT5's insertion decoder
+    draft     the drafter's work: EdiT5's tags, pointers and insertions (its encoder too, unless
+              its heads sit on the T5's encoder); the copy/n-gram/perfect drafters' lookups
     other     the rest: EdiT5's tag layer and pointer walk; argmax and bookkeeping
 
 For example, a speculative sample of 3 verifier passes is latency = encoder + (pass 1 + pass 2 +
 pass 3) + draft (EdiT5 once, lookups before each pass) + other.
 
-The decoding code is not changed to be timed (``editspec.profiling.clock``): forward hooks on
-``model.encoder`` and on the T5 model itself (every pass of ``t5.decode_step`` and of
-``generate`` is one call of the model), a pre-hook on the first block of EdiT5's insertion
-decoder (a step runs from one call to the next; the last until ``generate_edits`` returns), a
+Our T5 modes run on the decoding core (``editspec.decoding.core``): ``t5`` its greedy decoding,
+``speculative`` EdiT5's draft mixed with the output's own n-grams (as ``Corrector``),
+``speculative-copy`` the source mixed with the n-grams, ``speculative-perfect`` T5's own greedy
+output; a batch's sentences fill the core's slots (batch size 1: one slot). The decoding code is
+not changed to be timed (``editspec.profiling.clock``): forward hooks on ``model.encoder``, a
+wrapper around ``core.Decoder.forward`` (one call per pass), forward hooks on the T5 model for
+``generate`` (one call per step), a pre-hook on the first block of EdiT5's insertion decoder (a
+step runs from one call to the next; the last until ``generate_edits`` returns), a
 ``TimedDrafter`` around our drafters and a wrapper around the assistant's ``generate`` in
-``hf-assisted``. Each output is compared with T5's greedy output of the same batch
-(``identical_to_t5``).
+``hf-assisted``. The draft window's cost model is measured before the clock starts. Each output
+is compared with T5's greedy output of the same batch (``identical_to_t5``).
 """
 
 from __future__ import annotations
@@ -37,13 +42,13 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 from tqdm import tqdm
 
-from editspec.decoding import speculative
+from editspec.decoding import core, drafters
+from editspec.decoding.window import WindowPolicy
 from editspec.errors import EditspecError
-from editspec.modeling import t5
 from editspec.profiling.clock import Clock, Recorder, Sample
 from editspec.profiling.data import batches, model_inputs
 from editspec.profiling.drafters import TimedDrafter
-from editspec.profiling.modes import BATCH_ONE, MODES, NEEDS, REFERENCE, SPECULATIVE
+from editspec.profiling.modes import BATCH_ONE, MODES, NEEDS, PEERS, REFERENCE, SPECULATIVE
 from editspec.profiling.stats import median, summarize, summary
 from editspec.tokenization.edits import realize
 from editspec.tokenization.tokens import encode, marker_ids, render_ids
@@ -68,10 +73,13 @@ class Profiler:
     """Loaded models and the mode functions; each mode runs one batch into a ``Sample``."""
 
     def __init__(self, t5=None, t5_tokenizer=None, edit5=None, edit5_tokenizer=None, small=None,
-                 gamma: int | str = 4, prompt_lookup_tokens: int = 10):
+                 gamma: int | str = "auto", prompt_lookup_tokens: int = 10):
+        """``gamma``: the speculative modes' draft window: "auto" (the core's, from the measured
+        pass costs), a fixed number of tokens, or "all" (the whole remaining draft, up to 48)."""
         self.t5, self.t5_tokenizer = t5, t5_tokenizer
         self.edit5, self.edit5_tokenizer = edit5, edit5_tokenizer
         self.small, self.gamma, self.prompt_lookup_tokens = small, gamma, prompt_lookup_tokens
+        self.window = None if gamma == "auto" else 48 if gamma == "all" else int(gamma)
         self.markers = marker_ids(edit5_tokenizer) if edit5 is not None else []
         self.shared_vocab = (t5 is not None and edit5 is not None
                              and t5_tokenizer.get_vocab() == edit5_tokenizer.get_vocab())
@@ -112,12 +120,17 @@ class Profiler:
         """``reference``: T5's greedy outputs of the batch (the perfect drafter's drafts)."""
         rec = Recorder(self.clock)
         timed = None
+        if mode in SPECULATIVE and self.window is None:  # the window's cost model: measured once, untimed
+            WindowPolicy.measured(self.t5, len(batch.index))
         if mode == "edit5":
             rec.time_module(self.edit5.encoder, "encoder")
             rec.mark_module(self.edit5.decoder.block[0], "step")
         else:
             rec.time_module(self.t5.encoder, "encoder")
-            rec.time_module(self.t5, "step")
+            if mode in PEERS:
+                rec.time_module(self.t5, "step")  # generate: one call of the model per step
+            else:
+                rec.wrap(core.Decoder, "forward", "step")  # the core: one call per pass
         if mode == "hf-assisted":
             rec.time_module(self.small.encoder, "draft")
             rec.wrap(self.small, "generate", "draft")
@@ -137,7 +150,6 @@ class Profiler:
         finally:
             rec.close()
         if timed is not None:
-            timed.finish(outputs, stats)
             spec = {"proposed": sum(stats.proposed), "accepted": sum(stats.accepted),
                     "tokens": sum(stats.tokens), "row_passes": sum(stats.row_passes)}
         if mode == "edit5":
@@ -149,7 +161,7 @@ class Profiler:
         return Sample(
             latency=self.clock.ms(start, end), encoder=rec.total("encoder"), steps=steps,
             draft=rec.total("draft") if (timed is not None or mode == "hf-assisted") else None,
-            outputs=outputs, finished=finished, passes=timed.passes if timed else [], spec=spec)
+            outputs=outputs, finished=finished, passes=stats.windows if timed else [], spec=spec)
 
     def _edit5(self, batch: Batch):
         ids = batch.edit5_ids
@@ -159,23 +171,21 @@ class Profiler:
         eos = self.edit5_tokenizer.eos_token_id
         return [realize(e.ids, ed, self.markers, eos) for e, ed in zip(batch.edit5_encoded, edits)], end_of_decoder
 
-    def _drafter(self, mode: str, reference):
-        if mode == "speculative":
-            return speculative.EdiT5Drafter(self.edit5, tokenizer=self.t5_tokenizer, markers=self.markers)
+    def _drafter(self, mode: str, reference) -> drafters.Drafter:
+        if mode == "speculative":  # as Corrector: EdiT5's draft, or the output's own n-grams
+            return drafters.Mix(drafters.EdiT5(self.edit5, self.markers), drafters.Ngram())
         if mode == "speculative-copy":
-            return speculative.CopyDrafter()
-        if mode == "speculative-small":
-            return speculative.SmallT5Drafter(self.small, tokenizer=self.t5_tokenizer)
-        return speculative.StaticDrafter(reference, tokenizer=self.t5_tokenizer)
+            return drafters.Mix(drafters.Copy(), drafters.Ngram())
+        return drafters.Follow(reference)  # speculative-perfect
 
-    def _speculative(self, batch: Batch, drafter):
-        return speculative.speculative_generate(self.t5, batch.ids, batch.mask, drafter, max_new_tokens=batch.max_new,
-                                                gamma=self.gamma, tokenizer=self.t5_tokenizer)
+    def _speculative(self, batch: Batch, drafter: drafters.Drafter):
+        return core.generate(self.t5, core.inputs(batch.ids, batch.mask), len(batch.index), drafter,
+                             max_new_tokens=batch.max_new, window=self.window)
 
     def _t5(self, mode: str, batch: Batch) -> list[list[int]]:
-        """Our greedy T5 (``t5``), or transformers' ``generate`` (the hf-* peers)."""
+        """Our greedy T5 on the decoding core (``t5``), or transformers' ``generate`` (the hf-* peers)."""
         if mode == "t5":
-            return t5.greedy(self.t5, batch.ids, batch.mask, max_new_tokens=batch.max_new)
+            return core.greedy(self.t5, batch.ids, batch.mask, max_new_tokens=batch.max_new)
         extra = {}
         if mode == "hf-assisted":
             extra = {"assistant_model": self.small}
@@ -282,7 +292,8 @@ def profile_modes(profiler: Profiler, sources: list[str], modes: Sequence[str], 
 
 
 def trace(fn: Callable[[], object], path: Path, device: torch.device) -> None:
-    """A torch.profiler chrome trace of one call (record_function labels of editspec.modeling.t5 show)."""
+    """A torch.profiler chrome trace of one call (the record_function labels ``editspec.t5.encode``
+    and ``editspec.decoding.pass`` show)."""
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     with profile(activities=activities) as prof:
         fn()

@@ -12,7 +12,7 @@ tables, one row a mode, e.g.::
     | mode | latency | p90 | mean | encoder | decoder ms/step | steps | decoder | draft | other | speedup vs t5 | ...
     | `t5` | <ms> | <ms> | <ms> | <ms> | <ms> | <steps> | <ms> | – | <ms> | 1.00 | 1.000 | – | 1.00 |
 
-and a skipped mode as a note below the table (``- `speculative-small`: skipped: no t5-draft model``).
+and a skipped mode as a note below the table (``- `hf-assisted`: skipped: no t5-draft model``).
 """
 
 from __future__ import annotations

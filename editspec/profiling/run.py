@@ -55,12 +55,13 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
             architectures: bool = False, model: str | None = None, edit5: str | None = None,
             t5: str | None = None, t5_draft: str | None = None, device: str | None = None,
             threads: int | None = None, batch_size: int = 1, limit: int | None = 100,
-            seed: int | None = None, warmup: int = 5, gamma: int | str = 4,
+            seed: int | None = None, warmup: int = 5, gamma: int | str = "auto",
             prompt_lookup_tokens: int = 10, dtype: str | None = None, trace: bool = False,
             options: dict | None = None, progress: bool = False) -> dict:
     """Profile ``modes`` (and with ``architectures`` the random architectures) on the sentences
     of ``data``; write the report into ``out`` and return it. ``gamma``: the speculative modes'
-    initial draft window, or "all"; ``dtype``: a name of ``DTYPES`` (None: the checkpoints' own);
+    draft window: "auto" (the decoding core's, from measured pass costs), a fixed number of
+    tokens, or "all" (the whole remaining draft, up to 48); ``dtype``: a name of ``DTYPES`` (None: the checkpoints' own);
     ``options``: recorded as given (the CLI's flags)."""
     modes = check_modes(modes)
     if batch_size < 1:

@@ -1,4 +1,4 @@
-"""The decoding core (editspec/decoding/core.py): greedy equals transformers' generate, speculative
+"""The decoding core (editspec/decoding/core.py) and its drafters: greedy equals transformers' generate, speculative
 equals greedy for every drafter at slot counts 1, 7 and 32 with refill; sampling keeps T5's
 distribution; the window policy; the drafters."""
 
@@ -160,3 +160,250 @@ def test_window_policy_from_costs():
 def test_drafter_count_must_match():
     with pytest.raises(EditspecError, match="2 drafts for 1 sentences"):
         core.generate(random_t5(0), [[3, EOS]], 1, drafters.Follow([[3], [4]]), 4)
+
+
+def test_rows_accepting_different_lengths():
+    """Slots whose rows accept everything, nothing, a part, or a long wrong draft."""
+    model = random_t5(0)
+    ids, mask = random_batch(torch.Generator().manual_seed(9), 4, 40, min_len=8)
+    sources = core.inputs(ids, mask)
+    ref, _ = core.generate(model, sources, 4, max_new_tokens=30)
+    drafts = [ref[0], [], ref[2][:3] + [7, 7] + ref[2][3:], [5] * 30]
+    out, stats = core.generate(model, sources, 4, drafters.Follow(drafts), 30, window=48)
+    assert out == ref
+    assert stats.row_passes[0] == 1 and stats.accepted[0] == stats.tokens[0]
+    assert len(set(stats.row_passes)) > 2
+
+
+def test_resync_rejoins_the_draft():
+    """A draft with one token inserted, substituted or deleted: with resync the output re-joins it
+    after the edit (2 or 3 passes), without it decoding goes on one token per pass."""
+    model = random_t5(0, vocab=60, d_model=48, layers=3, heads=6)
+    ids, mask = random_batch(torch.Generator().manual_seed(3), 64, 60, min_len=6)
+    sources = core.inputs(ids, mask)
+    for i, y in enumerate(core.generate(model, sources, 64, max_new_tokens=12)[0]):
+        m = next((j for j in range(1, len(y)) if y[j] in y[:j]), len(y))
+        y, k, source = y[:m], m // 2, sources[i]  # distinct tokens; y[k] not in the source
+        if m >= 8 and y[k] not in source:
+            break
+    else:
+        pytest.fail("no suitable random output")
+    z = next(t for t in range(2, 60) if t not in y and t not in source)
+    drafts = {"inserted": y[:k] + [z] + y[k:], "substituted": y[:k] + [z] + y[k + 1:],
+              "deleted": y[:k] + y[k + 1:]}
+    for name, draft in drafts.items():
+        passes = {}
+        for resync in (True, False):
+            out, stats = core.generate(model, [source], 1, drafters.Follow([draft], resync=resync), m,
+                                       window=48)  # max_new_tokens m: y is the output
+            assert out == [y]
+            passes[resync] = stats.passes
+        assert passes[False] == stats.tokens[0] - k  # gives up: one token per pass after the edit
+        assert passes[True] == (3 if name == "deleted" else 2), name
+
+
+def test_passes_are_decoder_forward_calls(monkeypatch):
+    """SpecStats.passes counts the core's decoder passes (what the profiler times); greedy takes
+    one pass per token and EOS, speculative fewer, with windows of several tokens."""
+    model = random_t5(0, vocab=24, d_model=16, layers=1, heads=2)
+    ids, mask = random_batch(torch.Generator().manual_seed(1), 8, 24)
+    sources = core.inputs(ids, mask)
+    calls, forward = [], core.Decoder.forward
+    monkeypatch.setattr(core.Decoder, "forward", lambda self, rows, feeds: calls.append(feeds) or
+                        forward(self, rows, feeds))
+    ref, stats = core.generate(model, sources, 8, max_new_tokens=12)
+    assert len(calls) == stats.passes == min(12, max(map(len, ref)) + 1)
+    calls.clear()
+    rng = random.Random(0)
+    drafts = [[t for t in r if rng.random() < 0.8] for r in ref]
+    out, stats = core.generate(model, sources, 8, drafters.Follow(drafts), 12, window=3)
+    assert out == ref and len(calls) == stats.passes < min(12, max(map(len, ref)) + 1)
+    assert max(len(f) for feeds in calls for f in feeds) > 1
+
+
+def test_greedy_rows_do_not_depend_on_the_batch():
+    model = random_t5(3)
+    ids, mask = random_batch(torch.Generator().manual_seed(4), 4, 40)
+    batched = core.greedy(model, ids, mask, 12)
+    for i in range(4):
+        n = int(mask[i].sum())
+        assert core.greedy(model, ids[i: i + 1, :n], mask[i: i + 1, :n], 12) == [batched[i]]
+    assert core.greedy(model, ids, mask, 0) == [[]] * 4
+
+
+def test_sample_one_row_equals_generate_sampling():
+    """One sentence at a time, the core samples exactly as transformers' generate (same random
+    stream: one multinomial per token); with a generator, reproducibly."""
+    model = random_t5(5, dtype=torch.float32)  # generate() samples from float32 probabilities
+    ids, mask = random_batch(torch.Generator().manual_seed(6), 5, 40)
+    for temperature, top_p in [(1.0, 1.0), (0.7, 0.9), (1.5, 0.5)]:
+        for i in range(5):
+            row, m = ids[i: i + 1, : int(mask[i].sum())], mask[i: i + 1, : int(mask[i].sum())]
+            torch.manual_seed(7)
+            ref = model.generate(input_ids=row, attention_mask=m, do_sample=True, top_k=0, num_beams=1,
+                                 temperature=temperature, top_p=top_p, max_new_tokens=10)
+            torch.manual_seed(7)
+            assert core.sample(model, row, m, 10, temperature, top_p) == hf_ids(ref)
+    a = core.sample(model, ids, mask, 10, generator=torch.Generator().manual_seed(1))
+    b = core.sample(model, ids, mask, 10, generator=torch.Generator().manual_seed(1))
+    c = core.sample(model, ids, mask, 10, generator=torch.Generator().manual_seed(2))
+    assert a == b != c
+
+
+@pytest.mark.parametrize("temperature,top_p", [(0.8, 0.85)])
+def test_sampling_with_temperature_and_top_p_keeps_the_distribution(temperature, top_p):
+    """Chi-square on the first token with right, wrong and empty drafts; and the test has power:
+    resampling from p (not p without the rejected token) is detectably wrong."""
+    from editspec.modeling import t5
+
+    vocab, n = 6, 5000
+    model = random_t5(2, vocab=vocab, d_model=16, layers=1, heads=2)
+    source = [3, 4, 2, 5, EOS]
+    with torch.no_grad():
+        p1 = t5.token_probs(model(input_ids=torch.tensor([source]), decoder_input_ids=torch.tensor([[0]])).logits[0, -1],
+                            temperature, top_p)
+    rng = random.Random(0)
+    drafts = [rng.choice([[2, 3], [4], [], [5, 5, 2], [EOS]]) for _ in range(n)]
+    out, stats = core.generate(model, [source] * n, 16, drafters.Follow(drafts, resync=False), 2, window=4,
+                               do_sample=True, temperature=temperature, top_p=top_p,
+                               generator=torch.Generator().manual_seed(1))
+    assert 0 < stats.acceptance_rate < 1
+    first = Counter(row[0] if row else EOS for row in out)
+    support = [t for t in range(vocab) if p1[t] > 0]
+    assert all(first[t] == 0 for t in range(vocab) if t not in support)
+    observed = [first[t] for t in support]
+    assert chisquare(observed, [n * float(p1[t]) for t in support]).pvalue > 1e-3
+    draft_of = Counter(d[0] if d else None for d in drafts)
+    wrong = [sum(c / n * (float(p1[t]) + (1 - float(p1[x])) * float(p1[t]) if x == t
+                          else (1 - float(p1[x])) * float(p1[t]) if x is not None else float(p1[t]))
+                 for x, c in draft_of.items()) for t in support]
+    assert chisquare(observed, [n * w / sum(wrong) for w in wrong]).pvalue < 1e-3
+
+
+class FakeEdiT5:
+    """Stands in for EdiT5Model: predicts the edits of given targets, keyed by source."""
+
+    encoder = None
+
+    def __init__(self, targets: dict, markers):
+        self.targets, self.markers = targets, markers
+
+    def generate_edits(self, input_ids, attention_mask, max_insertion_tokens=64, encoder_hidden_states=None):
+        from editspec.tokenization.edits import convert
+
+        rows = core.inputs(input_ids, attention_mask)
+        return [convert(r[:-1], self.targets[tuple(r[:-1])], self.markers, EOS) for r in rows]
+
+
+def test_edit5_drafter_realizes_edits():
+    model = random_t5(0, vocab=60, d_model=48, layers=3, heads=6)
+    ids, mask = random_batch(torch.Generator().manual_seed(2), 6, 50)
+    sources, markers = core.inputs(ids, mask), list(range(50, 60))
+    ref, _ = core.generate(model, sources, 6, max_new_tokens=20)
+    targets = {tuple(s[:-1]): [t for t in r if t < 50] for s, r in zip(sources, ref)}  # no markers inserted
+    drafter = drafters.EdiT5(FakeEdiT5(targets, markers), markers)
+    drafter.prepare([s[:-1] for s in sources], EOS)
+    drafter.encoded(list(range(6)), ids, mask, None, None)
+    assert [drafter.propose(i, [], 60) for i in range(6)] == [targets[tuple(s[:-1])] + [EOS] for s in sources]
+    for slots in (1, 4):
+        assert core.generate(model, sources, slots, drafters.EdiT5(FakeEdiT5(targets, markers), markers), 20,
+                             window=48)[0] == ref
+    with pytest.raises(EditspecError, match="marker"):
+        drafters.EdiT5(FakeEdiT5(targets, []), [])
+
+
+def tiny_edit5(t5_model=None, vocab: int = 60):
+    from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
+
+    torch.manual_seed(0)
+    if t5_model is not None:  # heads on the T5's own encoder
+        return EdiT5Model.on_t5(t5_model, marker_ids=list(range(40, 60)), max_order_positions=32).to(
+            next(t5_model.parameters()).dtype).eval()
+    return EdiT5Model(EdiT5Config(vocab_size=vocab, d_model=16, d_kv=8, d_ff=32, num_heads=2, num_layers=1,
+                                  max_order_positions=32, dropout_rate=0.0)).double().eval()
+
+
+@pytest.mark.filterwarnings("error::FutureWarning")  # e.g. a cache keyword transformers renamed
+def test_edit5_drafter_with_a_random_edit5_model():
+    """EdiT5's drafts are its realized edits, and speculative output is T5's; the core calls
+    transformers without its deprecation warnings, which `editspec correct` would print."""
+    from editspec.tokenization.edits import realize
+
+    edit5, model, markers = tiny_edit5(), random_t5(0, vocab=60, d_model=48, layers=3, heads=6), list(range(40, 60))
+    ids, mask = random_batch(torch.Generator().manual_seed(2), 8, 40)
+    sources = core.inputs(ids, mask)
+    drafter = drafters.EdiT5(edit5, markers)
+    drafter.prepare([s[:-1] for s in sources], EOS)
+    drafter.encoded(list(range(8)), ids, mask, None, None)
+    expected = [realize(s[:-1], e, markers, EOS) + [EOS] for s, e in zip(sources, edit5.generate_edits(ids, mask))]
+    assert [drafter.propose(i, [], 60) for i in range(8)] == expected
+    out, _ = core.generate(model, sources, 3, drafters.EdiT5(edit5, markers), 20)
+    assert out == core.generate(model, sources, 3, max_new_tokens=20)[0]
+
+
+def test_shared_encoder_runs_once_per_sentence():
+    """EdiT5 heads on the T5's own encoder (issue 42): the EdiT5 drafter reads the states the core
+    computed, so the encoder runs once per sentence (in batches of ``slots``), and the output is
+    greedy's; its drafts are those of EdiT5 encoding by itself."""
+    model = random_t5(0, vocab=60, d_model=32, layers=2)
+    edit5 = tiny_edit5(model)
+    assert edit5.encoder is model.encoder
+    ids, mask = random_batch(torch.Generator().manual_seed(4), 10, 40, min_len=4)
+    sources = core.inputs(ids, mask)
+    ref, _ = core.generate(model, sources, 4, max_new_tokens=20)
+    WindowPolicy.measured(model, 4)  # the window's cost model (a dummy sentence) before counting
+    seen = []
+    hook = model.encoder.register_forward_hook(lambda m, args, kwargs, out: seen.append(kwargs["input_ids"].shape[0]),
+                                               with_kwargs=True)
+    try:
+        out, stats = core.generate(model, sources, 4, drafters.Mix(drafters.EdiT5(edit5, list(range(40, 60))),
+                                                                   drafters.Ngram()), 20)
+    finally:
+        hook.remove()
+    assert out == ref and sum(seen) == len(sources) and max(seen) == 4
+    # the same drafts as EdiT5 running its own encoder pass
+    alone = drafters.EdiT5(edit5, list(range(40, 60)))
+    alone.prepare([s[:-1] for s in sources], EOS)
+    alone.encoded(list(range(10)), ids, mask, None, None)
+    shared = drafters.EdiT5(edit5, list(range(40, 60)))
+    shared.prepare([s[:-1] for s in sources], EOS)
+    with torch.inference_mode():
+        hidden = model.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+    shared.encoded(list(range(10)), ids, mask, hidden, model.encoder)
+    assert shared.drafts == alone.drafts
+
+
+def test_speculative_equals_greedy_in_bfloat16():
+    """Lossless means the same numerics: in bf16, speculative output (every drafter, windows of
+    1 to 48, slot refill) equals the core's greedy output in bf16."""
+    vocab = 40
+    model = random_t5(0, vocab=vocab, dtype=torch.bfloat16)
+    rng, gen = random.Random(1), torch.Generator().manual_seed(7)
+    for n, slots in [(60, 16), (20, 1)]:
+        sources = mixed_lengths(gen, n, vocab)
+        ref, _ = core.generate(model, sources, slots, max_new_tokens=24)
+        for kind in ("perfect", "corrupted", "copy", "mix"):
+            out, _ = core.generate(model, sources, slots, make(kind, ref, None, rng, vocab), 24,
+                                   window=rng.choice([1, 4, 48]))
+            assert out == ref, (kind, slots)
+
+
+def test_tokenizers_checked_and_drafts_retokenized(tokenizer, tmp_path):
+    from editspec.tokenization.tokens import encode, train_tokenizer
+    from tests.helpers import sentences
+
+    other = train_tokenizer(sentences(500, seed=1), tmp_path / "other", vocab_size=150, extra_ids=8)
+    src = ["He go to school 😀 yesterday.", "She like the dogs."]
+    tgt = ["He went to school 😀 yesterday.", "She likes the dogs."]
+    foreign = drafters.Follow([e.ids for e in encode(other, tgt[:1])])
+    foreign.tokenizer = other
+    with pytest.raises(EditspecError, match="different tokenizers"):
+        drafters.check_tokenizers(foreign, tokenizer)
+    foreign.tokenizer = tokenizer
+    drafters.check_tokenizers(foreign, tokenizer)  # accepted
+    drafts = [e.ids for e in encode(other, tgt)]
+    expected = [e.ids for e in encode(tokenizer, tgt)]
+    assert drafts != expected
+    assert drafters.retokenize_drafts(drafts, other, tokenizer, sources=src) == expected
+    # without the sources, the drafter's <unk> (the emoji) cannot be spelled
+    assert drafters.retokenize_drafts(drafts, other, tokenizer)[1] == expected[1]

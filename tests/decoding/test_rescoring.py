@@ -6,6 +6,7 @@ import pytest
 import torch
 from transformers import T5Config, T5ForConditionalGeneration
 
+from editspec.decoding import core
 from editspec.modeling import t5
 from editspec.text.diff import diff
 from editspec.data.features import collate_t5, t5_features_batch
@@ -41,16 +42,17 @@ def test_ties_keep_and_an_unscored_unit_stays():
 def test_t5_log_likelihood_is_the_sum_of_its_greedy_step_log_probs():
     model = random_t5(3)
     ids, mask = random_batch(torch.Generator().manual_seed(3), 6, model.config.vocab_size)
-    outputs = t5.greedy(model, ids, mask, max_new_tokens=10)
+    outputs = core.greedy(model, ids, mask, max_new_tokens=10)
     expected = []
-    for row, out in enumerate(outputs):  # one step at a time, through the cache
+    for row, out in enumerate(outputs):  # one token at a time, each from a pass over its prefix
         labels = out + [1] if len(out) < 10 else out  # an output cut by max_new_tokens has no EOS
-        hidden, cache = t5.encode(model, ids[row:row + 1], mask[row:row + 1]), t5.new_cache(model)
-        total, previous = 0.0, 0
+        total, prefix = 0.0, [0]
         for token in labels:
-            logits = t5.decode_step(model, torch.tensor([[previous]]), hidden, mask[row:row + 1], cache)
+            with torch.no_grad():
+                logits = model(input_ids=ids[row:row + 1], attention_mask=mask[row:row + 1],
+                               decoder_input_ids=torch.tensor([prefix])).logits
             total += logits[0, -1].log_softmax(-1)[token].item()
-            previous = token
+            prefix.append(token)
         expected.append(total)
     labels = [o + [1] if len(o) < 10 else o for o in outputs]
     padded = collate_t5([{"input_ids": [], "labels": label} for label in labels])["labels"]
@@ -82,10 +84,10 @@ def overfitted_t5(tokenizer):
         optimizer.step()
         if step % 20 == 19:
             model.eval()
-            if t5.greedy(model, batch["input_ids"], batch["attention_mask"], 40) == wanted:
+            if core.greedy(model, batch["input_ids"], batch["attention_mask"], 40) == wanted:
                 break
     model.eval()
-    assert t5.greedy(model, batch["input_ids"], batch["attention_mask"], 40) == wanted, step
+    assert core.greedy(model, batch["input_ids"], batch["attention_mask"], 40) == wanted, step
     return model, sources, targets
 
 

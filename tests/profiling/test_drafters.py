@@ -1,41 +1,31 @@
-"""editspec/profiling/drafters.py: the accepted draft tokens of every verifier pass and row."""
+"""editspec/profiling/drafters.py: every call the core makes to a drafter is a ``draft`` span, and
+the drafter's proposals pass through unchanged (the core counts the accepted tokens)."""
 
 import torch
 
+from editspec.decoding import core, drafters
 from editspec.profiling.clock import Clock, Recorder
 from editspec.profiling.drafters import TimedDrafter
-
-EOS = 1
-
-
-class Fixed:
-    """A drafter proposing the given drafts in turn (per row)."""
-
-    tokenizer = None
-
-    def __init__(self, drafts: dict[int, list[list[int]]]):
-        self.drafts = drafts
-
-    def begin(self, input_ids, attention_mask, eos_token_id):
-        pass
-
-    def propose(self, rows, outputs, gammas):
-        return [self.drafts[r].pop(0) for r in rows]
+from tests.helpers import random_batch, random_t5
 
 
-class Stats:
-    def __init__(self, tokens):
-        self.tokens = tokens
-
-
-def test_accepted_is_the_common_prefix_of_the_draft_and_what_the_row_gained():
+def test_every_drafter_call_is_a_draft_span_and_outputs_are_unchanged():
+    model = random_t5(0)
+    ids, mask = random_batch(torch.Generator().manual_seed(3), 3, 40, min_len=5)
+    sources = core.inputs(ids, mask)
+    ref, _ = core.generate(model, sources, 2, max_new_tokens=20)
     rec = Recorder(Clock(torch.device("cpu")))
-    timed = TimedDrafter(Fixed({0: [[2, 3, 4, 5], [6, 7, EOS, 9]], 1: [[8, 8, 8]]}), rec)
-    timed.begin(None, None, EOS)
-    timed.propose([0, 1], [[10], []], [4, 2])   # row 1's draft is cut to γ = 2
-    timed.propose([0], [[10, 2, 3, 11]], [4])   # row 0 gained 2 3 11: 2 of 4 accepted
-    # row 0 ends with 6 7 and EOS (3 tokens counted, EOS included); row 1 ended with 8 9 (no EOS)
-    timed.finish([[10, 2, 3, 11, 6, 7], [8, 9]], Stats(tokens=[7, 2]))
-    # row 0's second draft is cut after EOS: 6 7 EOS, all accepted; row 1: 8 8 against 8 9
-    assert sorted(timed.passes) == sorted([(4, 2), (2, 1), (3, 3)])
-    assert len(rec.spans["draft"]) == 3  # begin and two proposals timed
+    calls = []
+    inner = drafters.Mix(drafters.Copy(), drafters.Ngram())
+    for name in ("prepare", "encoded", "propose", "finish"):
+        method = getattr(inner, name)
+        setattr(inner, name, lambda *a, _m=method, _n=name: calls.append(_n) or _m(*a))
+    out, stats = core.generate(model, sources, 2, TimedDrafter(inner, rec), 20, window=3)
+    assert out == ref
+    assert len(rec.spans["draft"]) == len(calls) > 0
+    assert calls.count("prepare") == 1 and calls.count("finish") == 3
+    assert calls.count("encoded") == 2  # sentences encoded 2 at a time (slots), then the third
+    # one proposal per row and pass, except where the row's token budget leaves no room
+    assert 0 < calls.count("propose") <= sum(stats.row_passes) == len(stats.windows)
+    assert sum(p for p, _ in stats.windows) == sum(stats.proposed)
+    assert sum(a for _, a in stats.windows) == sum(stats.accepted)

@@ -17,11 +17,11 @@ def _entry(latency: list[float], speedup: float) -> dict:
 
 def test_markdown_rows_and_notes():
     report = {**HEAD, "modes": {"t5": _entry([4.0, 6.0], 1.0), "edit5": _entry([1.0, 2.0], 3.3333),
-                                "speculative-small": {"status": "skipped", "reason": "no t5-draft model"}},
+                                "hf-assisted": {"status": "skipped", "reason": "no t5-draft model"}},
               "architectures": {}}
     md = markdown(report)
     assert "| `t5` | 5.00 | 6.00 | 5.00 |" in md and "| `edit5` | 1.50 | 2.00 | 1.50 |" in md
     assert "| 3.33 | 1.000 |" in md
-    assert "- `speculative-small`: skipped: no t5-draft model" in md
+    assert "- `hf-assisted`: skipped: no t5-draft model" in md
     assert "options: limit=2" in md and "trace" not in md.split("options:")[1].splitlines()[0]
     assert "Leviathan" not in md and "Architectures" not in md  # no speculative mode, no architectures

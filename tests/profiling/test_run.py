@@ -14,7 +14,7 @@ from editspec import cli
 from editspec.profiling import architectures
 from editspec.profiling.modes import MODES
 
-EXACT = ("speculative", "speculative-copy", "speculative-small", "speculative-perfect", "hf-greedy")
+EXACT = ("speculative", "speculative-copy", "speculative-perfect", "hf-greedy")
 STAT_KEYS = {"median", "p90", "mean"}
 TINY_ARCHITECTURES = {
     "t5-base": ("t5", dict(d_model=32, d_kv=8, d_ff=64, num_heads=4, num_layers=2, num_decoder_layers=2)),
@@ -48,7 +48,7 @@ def test_profile_report(bundle, dev_m2, tmp_path):
         assert modes[mode]["identical_to_t5"] == 1.0, mode
     # one T5 step per output token plus EOS, unless cut by max_new_tokens (then no EOS)
     assert modes["t5"]["tokens_per_pass"] == modes["hf-greedy"]["tokens_per_pass"] == pytest.approx(1.0)
-    for mode in ("speculative", "speculative-copy", "speculative-small", "speculative-perfect"):
+    for mode in ("speculative", "speculative-copy", "speculative-perfect"):
         e = modes[mode]
         assert 0.0 <= e["acceptance_rate"] <= 1.0 and STAT_KEYS <= set(e["draft_ms"])
         hist = {int(k): v for k, v in e["accepted_per_pass"].items()}
@@ -86,25 +86,25 @@ def test_batches_and_refusals(bundle, dev_m2, tmp_path, monkeypatch):
     assert (out / "architectures.png").stat().st_size > 0
     trace = json.loads((out / "trace-t5.json").read_text())
     names = {event.get("name") for event in trace["traceEvents"]}
-    assert {"editspec.t5.encode", "editspec.t5.decode_step"} <= names
+    assert {"editspec.t5.encode", "editspec.decoding.pass"} <= names
     assert (out / "trace-speculative.json").is_file() and not (out / "trace-hf-assisted.json").exists()
 
 
 def test_missing_drafter_is_skipped_with_a_note(bundle, dev_m2, tmp_path):
     out = tmp_path / "report"
     rc = cli.main(["profile", "--data", str(dev_m2), "--t5", str(bundle / "t5"), "--out", str(out),
-                   "--limit", "2", "--warmup", "0", "--device", "cpu", "--modes", "speculative-small", "edit5"])
+                   "--limit", "2", "--warmup", "0", "--device", "cpu", "--modes", "hf-assisted", "edit5"])
     assert rc == 0
     modes = json.loads((out / "report.json").read_text())["modes"]
     assert modes["t5"]["status"] == "ok" and modes["t5"]["decoder_steps"]["n"] == 2
-    assert modes["speculative-small"] == {"status": "skipped", "reason": modes["speculative-small"]["reason"]}
-    assert "t5-draft" in modes["speculative-small"]["reason"] and "edit5" in modes["edit5"]["reason"]
+    assert modes["hf-assisted"] == {"status": "skipped", "reason": modes["hf-assisted"]["reason"]}
+    assert "t5-draft" in modes["hf-assisted"]["reason"] and "edit5" in modes["edit5"]["reason"]
     assert "skipped" in (out / "report.md").read_text()
 
 
 @pytest.mark.parametrize("flags, message", [
     (["--modes", "t5", "beam"], "unknown mode(s) beam"),
-    (["--gamma", "0"], "--gamma must be a positive integer or 'all'"),
+    (["--gamma", "0"], "--gamma must be 'auto', 'all' or a positive integer"),
     (["--mode", "t5"], "use --modes"),
     (["--modes", "none"], "nothing to profile"),
     (["--batch-size", "0"], "batch size must be at least 1"),
