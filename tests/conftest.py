@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from tests.helpers import sentences
+from tests.helpers import TINY_M2, sentences
 
 
 @pytest.fixture(scope="session")
@@ -27,3 +27,18 @@ def tokenizer(tokenizer_dir):
 def _seed_and_threads():
     torch.manual_seed(0)
     torch.set_num_threads(1)  # tiny models: more threads only add synchronisation
+
+
+@pytest.fixture
+def datasets_cache(tmp_path, monkeypatch):
+    """datasets' cache in the test's own folder: no run sees another's cached corpus."""
+    import datasets
+
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-cache")
+
+
+@pytest.fixture
+def m2_file(tmp_path):
+    path = tmp_path / "tiny.m2"
+    path.write_text(TINY_M2, encoding="utf-8")
+    return path

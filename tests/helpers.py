@@ -181,3 +181,25 @@ def errant_compare(hyp, ref, *flags: str) -> str:
     assert exe, "errant_compare (errant's command) is not installed"
     return subprocess.run([exe, "-hyp", str(hyp), "-ref", str(ref), *flags], check=True,
                           capture_output=True, text=True).stdout
+
+
+# an M2 file with two annotators, a noop, an UNK edit and a sentence without edits
+TINY_M2 = """\
+S He go to school yesterday .
+A 1 2|||R:VERB:TENSE|||went|||REQUIRED|||-NONE-|||0
+A 3 3|||M:DET|||the|||REQUIRED|||-NONE-|||0
+A 4 5|||U:ADV||||||REQUIRED|||-NONE-|||0
+A 1 2|||R:VERB:TENSE|||goes|||REQUIRED|||-NONE-|||1
+
+S I do n't like the medium - size car .
+A -1 -1|||noop|||-NONE-|||REQUIRED|||-NONE-|||0
+A 7 8|||R:NOUN|||sized|||REQUIRED|||-NONE-|||1
+
+S Pasteries are nice .
+A 0 1|||UNK|||Pasteries|||REQUIRED|||-NONE-|||0
+A 2 2|||M:ADV|||very|||REQUIRED|||-NONE-|||0
+A 3 3|||M:PUNCT|||!|||REQUIRED|||-NONE-|||0
+A 3 4|||U:PUNCT||||||REQUIRED|||-NONE-|||0
+
+S It was " great " ( really ) .
+"""

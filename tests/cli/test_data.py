@@ -2,43 +2,12 @@
 
 import json
 
-import datasets
 import pytest
 
 from editspec.cli import main
 from editspec.tokenization.tokens import encode, load_tokenizer
 
-M2 = """\
-S He go to school yesterday .
-A 1 2|||R:VERB:TENSE|||went|||REQUIRED|||-NONE-|||0
-A 3 3|||M:DET|||the|||REQUIRED|||-NONE-|||0
-A 4 5|||U:ADV||||||REQUIRED|||-NONE-|||0
-A 1 2|||R:VERB:TENSE|||goes|||REQUIRED|||-NONE-|||1
-
-S I do n't like the medium - size car .
-A -1 -1|||noop|||-NONE-|||REQUIRED|||-NONE-|||0
-A 7 8|||R:NOUN|||sized|||REQUIRED|||-NONE-|||1
-
-S Pasteries are nice .
-A 0 1|||UNK|||Pasteries|||REQUIRED|||-NONE-|||0
-A 2 2|||M:ADV|||very|||REQUIRED|||-NONE-|||0
-A 3 3|||M:PUNCT|||!|||REQUIRED|||-NONE-|||0
-A 3 4|||U:PUNCT||||||REQUIRED|||-NONE-|||0
-
-S It was " great " ( really ) .
-"""
-
-
-@pytest.fixture(autouse=True)
-def _datasets_cache(tmp_path, monkeypatch):
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-cache")
-
-
-@pytest.fixture
-def m2_file(tmp_path):
-    path = tmp_path / "tiny.m2"
-    path.write_text(M2, encoding="utf-8")
-    return path
+pytestmark = pytest.mark.usefixtures("datasets_cache")
 
 
 def test_data_stats(tmp_path, m2_file, tokenizer_dir, capsys):

@@ -1,43 +1,13 @@
 """Corpus readers (M2, parallel, JFLEG) and the detokenizer on tiny files."""
 
-import datasets
 import pytest
 
 from editspec.data.corpora import data_dir, evenly_spaced, read_jfleg, read_m2, read_parallel
 from editspec.errors import EditspecError
 from editspec.text.tokenized import detokenize, tokenize_for_errant
+from tests.helpers import TINY_M2
 
-M2 = """\
-S He go to school yesterday .
-A 1 2|||R:VERB:TENSE|||went|||REQUIRED|||-NONE-|||0
-A 3 3|||M:DET|||the|||REQUIRED|||-NONE-|||0
-A 4 5|||U:ADV||||||REQUIRED|||-NONE-|||0
-A 1 2|||R:VERB:TENSE|||goes|||REQUIRED|||-NONE-|||1
-
-S I do n't like the medium - size car .
-A -1 -1|||noop|||-NONE-|||REQUIRED|||-NONE-|||0
-A 7 8|||R:NOUN|||sized|||REQUIRED|||-NONE-|||1
-
-S Pasteries are nice .
-A 0 1|||UNK|||Pasteries|||REQUIRED|||-NONE-|||0
-A 2 2|||M:ADV|||very|||REQUIRED|||-NONE-|||0
-A 3 3|||M:PUNCT|||!|||REQUIRED|||-NONE-|||0
-A 3 4|||U:PUNCT||||||REQUIRED|||-NONE-|||0
-
-S It was " great " ( really ) .
-"""
-
-
-@pytest.fixture(autouse=True)
-def _datasets_cache(tmp_path, monkeypatch):
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-cache")
-
-
-@pytest.fixture
-def m2_file(tmp_path):
-    path = tmp_path / "tiny.m2"
-    path.write_text(M2, encoding="utf-8")
-    return path
+pytestmark = pytest.mark.usefixtures("datasets_cache")
 
 
 def test_read_m2_tokenized_annotator_0(m2_file):
@@ -65,7 +35,7 @@ def test_read_m2_detokenized_and_all_annotators(m2_file):
 
 def test_read_m2_cache_follows_file_changes(m2_file):
     assert len(read_m2(m2_file)) == 4
-    m2_file.write_text(M2 + "\nS One more .\n", encoding="utf-8")
+    m2_file.write_text(TINY_M2 + "\nS One more .\n", encoding="utf-8")
     assert len(read_m2(m2_file)) == 5
 
 
