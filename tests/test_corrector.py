@@ -693,3 +693,19 @@ def test_shipped_models_correct_the_sample(capsysbinary):
     assert len(Corrector.from_pretrained(mode="edit5", device="cpu").correct(lines)) == len(lines)
     rc, out, _ = run_cli(capsysbinary, SAMPLE, "--no-progress")
     assert rc == 0 and out.decode().splitlines() == outputs
+
+
+def test_bfloat16_speculative_is_the_t5_s_output_in_bfloat16(models, capsysbinary):
+    """--dtype bfloat16 computes both models in bf16 (the shipped weights' own type); speculative
+    output stays the T5's greedy output computed in the same type, on the shipped models too."""
+    lines = SAMPLE.read_text(encoding="utf-8").splitlines()
+    raw = [Corrector.from_pretrained(mode=m, device="cpu", max_edit_words=0, dtype="bfloat16") for m in ("speculative", "t5")]
+    assert raw[0].t5.dtype == raw[0].edit5.dtype == torch.bfloat16
+    assert raw[0].correct(lines) == raw[1].correct(lines)
+    tiny = Corrector.from_pretrained(models / "bundle", device="cpu", dtype=torch.bfloat16)
+    assert tiny.correct(LINES) == Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu",
+                                                            dtype="bf16").correct(LINES)
+    with pytest.raises(EditspecError, match="unknown dtype 'int8'"):
+        Corrector.from_pretrained(models / "bundle", device="cpu", dtype="int8")
+    rc, out, err = run_cli(capsysbinary, SAMPLE, "--no-progress", "--model", str(models / "bundle"), "--dtype", "int8")
+    assert rc == 2 and "unknown dtype 'int8'" in err and len(err.strip().splitlines()) == 1

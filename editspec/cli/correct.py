@@ -60,7 +60,7 @@ def run_correct(args) -> int:
                                               max_length=args.max_length,
                                               max_edit_words=args.max_edit_words, rounds=args.rounds,
                                               spelling=args.spelling, rescore=args.rescore,
-                                              prefix=args.prefix)
+                                              prefix=args.prefix, dtype=args.dtype)
         total = os.fstat(stream.fileno()).st_size if args.input != "-" and Path(args.input).is_file() else None
         bar = tqdm(total=total, unit="B", unit_scale=True, desc="correcting", file=sys.stderr,
                    disable=args.no_progress or not sys.stderr.isatty(), dynamic_ncols=True)

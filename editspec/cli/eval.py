@@ -62,7 +62,8 @@ def load_corrector(args: argparse.Namespace):
     return Corrector.from_pretrained(model=args.model, mode=args.mode, edit5=args.edit5,
                                      t5=args.t5, device=args.device, batch_size=args.batch_size,
                                      max_edit_words=args.max_edit_words, rounds=args.rounds,
-                                     spelling=args.spelling, rescore=args.rescore, prefix=args.prefix)
+                                     spelling=args.spelling, rescore=args.rescore, prefix=args.prefix,
+                                     dtype=args.dtype)
 
 
 def run_eval(args: argparse.Namespace) -> int:

@@ -48,8 +48,6 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "(the whole remaining draft, up to 48)")
     p.add_argument("--prompt-lookup-tokens", type=int, default=10,
                    help="prompt_lookup_num_tokens of hf-prompt-lookup")
-    p.add_argument("--dtype", default=None,
-                   help="float32, bfloat16, float16 or float64 (default: the checkpoints' own)")
     return p
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-CORRECTION_OPTIONS = ("max_edit_words", "rounds", "spelling", "rescore", "prefix")
+CORRECTION_OPTIONS = ("max_edit_words", "rounds", "spelling", "rescore", "prefix", "dtype")
 
 
 def run_serve(args) -> int:

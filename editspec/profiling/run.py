@@ -61,7 +61,7 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
     """Profile ``modes`` (and with ``architectures`` the random architectures) on the sentences
     of ``data``; write the report into ``out`` and return it. ``gamma``: the speculative modes'
     draft window: "auto" (the decoding core's, from measured pass costs), a fixed number of
-    tokens, or "all" (the whole remaining draft, up to 48); ``dtype``: a name of ``DTYPES`` (None: the checkpoints' own);
+    tokens, or "all" (the whole remaining draft, up to 48); ``dtype``: a name of ``DTYPES`` (None: float32, as ``editspec correct``);
     ``options``: recorded as given (the CLI's flags)."""
     modes = check_modes(modes)
     if batch_size < 1:
@@ -86,7 +86,7 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
     report: dict = {
         "device": device_name(dev), "threads": torch.get_num_threads(), "sentences": 0,
         "batch_size": batch_size, "torch": torch.__version__, "transformers": transformers.__version__,
-        "dtype": dtype or "the checkpoints' (random architectures: float32)",
+        "dtype": dtype or "float32",
         "data": str(data), "limit": limit, "seed": seed,
         "warmup": warmup, "gamma": gamma, "prompt_lookup_tokens": prompt_lookup_tokens,
         "skipped_long": 0, "options": dict(options or {}), "modes": {}, "architectures": {},
