@@ -12,6 +12,8 @@ from pathlib import Path
 import torch
 from transformers import T5Config, T5ForConditionalGeneration
 
+from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
+
 SUBJECTS = ["I", "You", "He", "She", "We", "They", "The cat", "My friend", "The teacher", "Our class"]
 VERBS = ["like", "likes", "liked", "go", "goes", "went", "see", "saw", "play", "played", "want", "wanted"]
 OBJECTS = ["the park", "a book", "an apple", "school", "music", "the dogs", "football", "the city",
@@ -84,52 +86,53 @@ def pairs(n: int = 20, seed: int = 1) -> list[tuple[str, str]]:
     return [(corrupt(t, rng, kinds[k % 5]), t) for k, t in enumerate(sentences(n, seed))]
 
 
-def tiny_bundle(root, tok) -> "Path":
-    """Tiny random models saved under ``root``, as test_corrector's ``models`` fixture builds them:
-    ``bundle/`` (EdiT5 and T5, chunked at 16 tokens) and ``identity/`` (an EdiT5 that keeps every
-    token: its output is its input byte for byte, so what changes comes from the spelling step)."""
-    from pathlib import Path
+def tiny_edit5(tok, identity: bool = False, max_order_positions: int = 24) -> EdiT5Model:
+    """A tiny random EdiT5; ``identity``: one that keeps every token and inserts nothing (its
+    output is its input byte for byte, so what changes comes from the steps around the model)."""
+    config = EdiT5Config(
+        vocab_size=len(tok), d_model=16, d_kv=8, d_ff=32, num_heads=2, num_layers=1, num_decoder_layers=1,
+        max_order_positions=max_order_positions, tag_embedding_dim=8, tie_word_embeddings=False,
+        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, decoder_start_token_id=tok.pad_token_id)
+    model = EdiT5Model(config)
+    if identity:
+        with torch.no_grad():
+            model.tag_classifier.weight.zero_()
+            model.tag_classifier.bias.copy_(torch.tensor([-5.0, 5.0]))  # [DELETE, KEEP]
+            model.pointer_query.weight.zero_()
+            model.pointer_query.bias.zero_()
+            for layer in model.decoder.block[0].layer:  # residual stream = start token embedding
+                for name in ("SelfAttention", "EncDecAttention"):
+                    if hasattr(layer, name):
+                        getattr(layer, name).o.weight.zero_()
+                if hasattr(layer, "DenseReluDense"):
+                    layer.DenseReluDense.wo.weight.zero_()
+            model.lm_head.weight.zero_()
+            model.lm_head.weight[tok.eos_token_id] = model.shared.weight[config.decoder_start_token_id]
+    return model
 
-    from transformers import T5Config, T5ForConditionalGeneration
 
-    from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
+def tiny_t5(tok) -> T5ForConditionalGeneration:
+    return T5ForConditionalGeneration(T5Config(
+        vocab_size=len(tok), d_model=16, d_kv=8, d_ff=32, num_layers=1, num_decoder_layers=1, num_heads=2,
+        decoder_start_token_id=tok.pad_token_id, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id))
 
-    def edit5(identity: bool):
-        config = EdiT5Config(
-            vocab_size=len(tok), d_model=16, d_kv=8, d_ff=32, num_heads=2, num_layers=1, num_decoder_layers=1,
-            max_order_positions=24, tag_embedding_dim=8, tie_word_embeddings=False,
-            pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, decoder_start_token_id=tok.pad_token_id)
-        model = EdiT5Model(config)
-        if identity:  # see test_corrector's module docstring
-            with torch.no_grad():
-                model.tag_classifier.weight.zero_()
-                model.tag_classifier.bias.copy_(torch.tensor([-5.0, 5.0]))  # [DELETE, KEEP]
-                model.pointer_query.weight.zero_()
-                model.pointer_query.bias.zero_()
-                for layer in model.decoder.block[0].layer:
-                    for name in ("SelfAttention", "EncDecAttention"):
-                        if hasattr(layer, name):
-                            getattr(layer, name).o.weight.zero_()
-                    if hasattr(layer, "DenseReluDense"):
-                        layer.DenseReluDense.wo.weight.zero_()
-                model.lm_head.weight.zero_()
-                model.lm_head.weight[tok.eos_token_id] = model.shared.weight[config.decoder_start_token_id]
-        return model
 
-    def save(model, path: Path) -> None:
-        model.save_pretrained(path)
-        tok.save_pretrained(path)
+def save(model, tok, path: Path) -> Path:
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
 
+
+def tiny_bundle(root, tok) -> Path:
+    """Tiny random models saved under ``root``: ``bundle/`` (EdiT5 and T5, chunked at 16 tokens)
+    and ``identity/`` (an identity EdiT5, see ``tiny_edit5``)."""
     root = Path(root)
     torch.manual_seed(0)
-    save(edit5(False), root / "bundle" / "edit5")
-    save(T5ForConditionalGeneration(T5Config(
-        vocab_size=len(tok), d_model=16, d_kv=8, d_ff=32, num_layers=1, num_decoder_layers=1, num_heads=2,
-        decoder_start_token_id=tok.pad_token_id, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)),
-        root / "bundle" / "t5")
-    for kind in ("edit5", "t5"):
+    save(tiny_edit5(tok), tok, root / "bundle" / "edit5")
+    save(tiny_t5(tok), tok, root / "bundle" / "t5")
+    for kind in ("edit5", "t5"):  # as training/train.py records it: inputs are chunked to this
         (root / "bundle" / kind / "training.json").write_text('{"step": 1, "max_length": 16}')
-    save(edit5(True), root / "identity")
+    save(tiny_edit5(tok, identity=True), tok, root / "identity")
     return root
 
 

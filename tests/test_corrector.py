@@ -31,60 +31,15 @@ from editspec.text.diff import Correction, Edit, apply, diff, edit_size
 from editspec.text.guard import guard
 from editspec.errors import EditspecError
 from editspec.tokenization.tokens import encode
+from tests.helpers import save, tiny_bundle, tiny_edit5, tiny_t5
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "editspec" / "samples" / "learner.txt"
 
 
-def tiny_edit5(tok, identity: bool = False, max_order_positions: int = 24):
-    from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
-
-    config = EdiT5Config(
-        vocab_size=len(tok), d_model=16, d_kv=8, d_ff=32, num_heads=2, num_layers=1, num_decoder_layers=1,
-        max_order_positions=max_order_positions, tag_embedding_dim=8, tie_word_embeddings=False,
-        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, decoder_start_token_id=tok.pad_token_id)
-    model = EdiT5Model(config)
-    if identity:
-        with torch.no_grad():
-            model.tag_classifier.weight.zero_()
-            model.tag_classifier.bias.copy_(torch.tensor([-5.0, 5.0]))  # [DELETE, KEEP]
-            model.pointer_query.weight.zero_()
-            model.pointer_query.bias.zero_()
-            for layer in model.decoder.block[0].layer:  # residual stream = start token embedding
-                for name in ("SelfAttention", "EncDecAttention"):
-                    if hasattr(layer, name):
-                        getattr(layer, name).o.weight.zero_()
-                if hasattr(layer, "DenseReluDense"):
-                    layer.DenseReluDense.wo.weight.zero_()
-            model.lm_head.weight.zero_()
-            model.lm_head.weight[tok.eos_token_id] = model.shared.weight[config.decoder_start_token_id]
-    return model
-
-
-def tiny_t5(tok):
-    from transformers import T5Config, T5ForConditionalGeneration
-
-    return T5ForConditionalGeneration(T5Config(
-        vocab_size=len(tok), d_model=16, d_kv=8, d_ff=32, num_layers=1, num_decoder_layers=1, num_heads=2,
-        decoder_start_token_id=tok.pad_token_id, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id))
-
-
-def save(model, tok, path: Path) -> Path:
-    model.save_pretrained(path)
-    tok.save_pretrained(path)
-    return path
-
-
 @pytest.fixture(scope="module")
 def models(tmp_path_factory, tokenizer):
-    torch.manual_seed(0)
-    root = tmp_path_factory.mktemp("models")
-    save(tiny_edit5(tokenizer), tokenizer, root / "bundle" / "edit5")
-    save(tiny_t5(tokenizer), tokenizer, root / "bundle" / "t5")
-    for kind in ("edit5", "t5"):  # as training/train.py records it: inputs are chunked to this
-        (root / "bundle" / kind / "training.json").write_text('{"step": 1, "max_length": 16}')
-    save(tiny_edit5(tokenizer, identity=True), tokenizer, root / "identity")
-    return root
+    return tiny_bundle(tmp_path_factory.mktemp("models"), tokenizer)
 
 
 @pytest.fixture(scope="module")
@@ -193,12 +148,13 @@ def test_guard_keeps_a_sentence_whose_edit_is_too_long():
 def test_corrector_guards_each_unit(models, monkeypatch, tmp_path, tokenizer):
     """Applied per sentence unit, counted, off with 0; the default is the output model's config."""
     c = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", max_edit_words=2)
-    line = "She go home. I like a subject."
-    outputs = {"She go home.": "She goes home.", "I like a subject.": "I like a subject I like a subject."}
+    # (words the tiny tokenizer can read: an edit that writes an unreadable character is undone first)
+    line = "She go home. I like a book."
+    outputs = {"She go home.": "She goes home.", "I like a book.": "I like a book I like a book."}
     monkeypatch.setattr(c, "_correct_batch", lambda encoded: [outputs[e.text] for e in encoded])
-    assert c.correct([line]) == ["She goes home. I like a subject."] and c.guarded == 1
+    assert c.correct([line]) == ["She goes home. I like a book."] and c.guarded == 1
     c.max_edit_words = 0
-    assert c.correct([line]) == ["She goes home. I like a subject I like a subject."] and c.guarded == 1
+    assert c.correct([line]) == ["She goes home. I like a book I like a book."] and c.guarded == 1
 
     assert Corrector.from_pretrained(models / "bundle", device="cpu").max_edit_words == 0
     save(tiny_t5(tokenizer), tokenizer, tmp_path / "t5")
