@@ -33,7 +33,7 @@ Rendering copies every kept token's characters from the input (``editspec.tokens
 CJK, tabs, unusual spaces survive wherever the model does not edit them.
 
 Models: a bundle directory holds ``edit5/`` and/or ``t5/`` (and ``t5-draft/``, a small T5 that
-``editspec profile`` may time as another drafter; ``Corrector`` does not use it), each the
+``editspec profile`` may time as transformers' assistant model; ``Corrector`` does not use it), each the
 ``save_pretrained`` output of a model plus its tokenizer. A single checkpoint directory works
 too; its ``config.json`` ``model_type`` says which model it is. The default mode is speculative
 when both models are present (T5's output at a fraction of T5's decoder passes), else the one

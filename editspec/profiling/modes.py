@@ -31,8 +31,8 @@ PEERS = ("hf-greedy", "hf-assisted", "hf-prompt-lookup")  # transformers' genera
 MODES = (REFERENCE, *(m for m in CORRECTOR_MODES if m != REFERENCE),
          *(m for m in SPECULATIVE if m not in CORRECTOR_MODES), *PEERS)
 NEEDS = {"t5": ("t5",), "edit5": ("edit5",), "speculative": ("t5", "edit5"),
-         "speculative-copy": ("t5",), "speculative-perfect": ("t5",), "hf-greedy": ("t5",), "hf-assisted": ("t5", "t5-draft"),
-         "hf-prompt-lookup": ("t5",)}
+         "speculative-copy": ("t5",), "speculative-perfect": ("t5",), "hf-greedy": ("t5",),
+         "hf-assisted": ("t5", "t5-draft"), "hf-prompt-lookup": ("t5",)}
 BATCH_ONE = ("hf-assisted", "hf-prompt-lookup")  # transformers: assisted generation, batch 1 only
 
 
