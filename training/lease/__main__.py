@@ -1,0 +1,116 @@
+"""``python -m training.lease {prepare,start,wait,collect,join}``: see training/lease/__init__.py.
+
+    python -m training.lease prepare                        # here: .lease/ and the device calls
+    python3 -m training.lease start                         # device, carry [".lease"]
+    python3 -m training.lease wait --minutes 9              # device, repeated
+    python3 -m training.lease collect --out "$OUT"          # device
+    python -m training.lease join FILES_AT runs/lease-bundle    # here
+
+Each command imports its module when it runs: ``start`` runs before the carried wheels are
+installed, and ``collect`` imports the training code only after they are on the path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from editspec.errors import EditspecError
+
+PLAN = "configs/lease-gpu.yaml"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m training.lease", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    run_dir = {"default": None, "help": "the recipe's folder (default runs/lease)"}
+
+    q = sub.add_parser("prepare", help="here: build the carried folder and print the device calls")
+    q.add_argument("--folder", default=".lease")
+    q.add_argument("--plan", default=PLAN)
+    q.add_argument("--data-dir", help="corpus folder (default $EDITSPEC_DATA or ../shared/data)")
+    q.add_argument("--wheel", action="append", default=[], metavar="NAME|FILE.whl",
+                   help="a package (its version here) or a wheel file to carry, repeatable (default: the "
+                        "packages the training needs that the machine lacks)")
+    q.add_argument("--wheel-cache", default=".whl", help="where fetched wheels are kept (git-ignored)")
+    q.add_argument("--m2-sentences", type=int, help="only the first N sentences of each M2 file")
+    q.add_argument("--wiki-sentences", type=int, help="at most N Wikipedia sentences (default: as many as fit)")
+    q.add_argument("--margin-mib", type=float, default=1.0, help="room left under the 64 MiB limit")
+
+    s = sub.add_parser("start", help="device: unpack and start the recipe detached")
+    s.add_argument("--folder", default=".lease")
+    s.add_argument("--plan", default=PLAN)
+    s.add_argument("--run-dir", **run_dir)
+    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a recipe override for every stage (training.train --set), repeatable")
+    s.add_argument("--check-imports", action="store_true",
+                   help="refuse imports the lent machine could not make (for CPU runs: training.lease.imports)")
+
+    w = sub.add_parser("wait", help="device: follow the recipe's log")
+    w.add_argument("--run-dir", **run_dir)
+    w.add_argument("--minutes", type=float, default=9.0)
+
+    c = sub.add_parser("collect", help="device: ship, evaluate, write shards and manifest")
+    c.add_argument("--run-dir", **run_dir)
+    c.add_argument("--out", required=True, help="the folder that comes back ($OUT)")
+
+    j = sub.add_parser("join", help="here: shards -> bundle, checked and loaded")
+    j.add_argument("src", help="the collect call's files")
+    j.add_argument("dest", help="the bundle directory to write")
+
+    r = sub.add_parser("recipe", help="(started by start) run the plan's stages")
+    r.add_argument("--run-dir", required=True)
+    e = sub.add_parser("exec", help="(used by the recipe) python -m MODULE ARGS, optionally import-guarded")
+    e.add_argument("--guard", help="comma-separated carried packages: refuse other missing ones")
+    e.add_argument("module")
+    e.add_argument("args", nargs=argparse.REMAINDER)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from training.lease.plan import RUN_DIR
+
+    run_dir = Path(args.run_dir) if getattr(args, "run_dir", None) else RUN_DIR
+    if args.command == "prepare":
+        from training.lease import prepare
+        prepare.main(args)
+    elif args.command == "start":
+        from training.lease.run import start
+        start(Path(args.folder), run_dir, Path(args.plan), args.set, args.check_imports)
+    elif args.command == "wait":
+        from training.lease.run import wait
+        return wait(run_dir, args.minutes)
+    elif args.command == "recipe":
+        from training.lease.run import recipe
+        return recipe(run_dir)
+    elif args.command == "exec":
+        from training.lease.run import exec_module
+        exec_module(args.module, args.args, args.guard.split(",") if args.guard is not None else None)
+    elif args.command == "collect":
+        sys.path.insert(0, str(run_dir / "site"))  # the carried wheels, before the training code's imports
+        import contextlib
+
+        from training.lease.imports import guarded
+        from training.lease.run import read_json
+        carried = read_json(run_dir / "lease.json").get("guard")
+        with guarded(carried) if carried is not None else contextlib.nullcontext():
+            from training.lease.collect import collect
+            collect(run_dir, Path(args.out))
+    elif args.command == "join":
+        from training.lease.join import main as join_main
+        join_main(Path(args.src), Path(args.dest))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return run(args)
+    except EditspecError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""``collect`` (on the lent GPU, the lease's last call): what the lease made, into $OUT.
+
+1. a recipe still running is stopped (its stages keep their best/ and checkpoints);
+2. the bundle is shipped in bf16 (``training.ship``) from the first stage of each of the plan's
+   ``bundle`` lists that has a best/: runs/lease/bundle/{t5,edit5,tokenizer}, corrector_config.json
+   (the shipped bundle's run-time settings);
+3. the dev loss of each shipped model, on the GPU (the stages' dev set); dev F0.5 needs ERRANT,
+   which only the CPU machine has: ``python -m eval...`` there after ``join``;
+4. ``shards.split`` into $OUT, the manifest carrying the dev losses and the stages' last log
+   entries, and the logs as lease-logs.tar.xz::
+
+    $OUT/lease-weights-00.safetensors ... -03   lease-files.tar.xz   lease-logs.tar.xz   lease-manifest.json
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import torch
+
+from editspec.data.corpora import data_dir as default_data_dir
+from editspec.modeling.loading import DEFAULT_MODEL
+from editspec.tokenization.tokens import load_tokenizer
+from training.lease.plan import REPO_ROOT, load_plan
+from training.lease.run import environment, read_json, stop
+from training.lease.shards import check_sizes, split
+from training.train import ModelKind, build_dev, load_config
+
+LOGS = "lease-logs.tar.xz"
+
+
+def ship(run_dir: Path, plan: dict, carried: list[str] | None) -> dict[str, str]:
+    """Ship the bundle into run_dir/bundle; {kind: stage shipped}."""
+    bundle = run_dir / "bundle"
+    shutil.rmtree(bundle, ignore_errors=True)
+    shipped = {}
+    for kind in ("t5", "edit5"):
+        stage = next((s for s in plan.get("bundle", {}).get(kind, []) if (run_dir / s / "best" / "config.json").is_file()),
+                     None)
+        if stage is None:
+            print(f"[collect] no {kind} to ship: none of {plan.get('bundle', {}).get(kind, [])} has a best/")
+            continue
+        guard = ["--guard", ",".join(carried)] if carried is not None else []
+        subprocess.run([sys.executable, "-m", "training.lease", "exec", *guard, "training.ship",
+                        str(run_dir / stage / "best"), str(bundle / kind)], check=True, cwd=REPO_ROOT,
+                       env=environment(run_dir))
+        shipped[kind] = stage
+    if "t5" in shipped:
+        load_tokenizer(bundle / "t5").save_pretrained(bundle / "tokenizer")
+        shutil.copy(DEFAULT_MODEL / "corrector_config.json", bundle / "corrector_config.json")
+    return shipped
+
+
+def dev_loss(model_dir: Path, stage_dir: Path, data: Path, device: torch.device) -> dict:
+    """Mean dev loss of a shipped model on its stage's dev set (bf16 autocast on a GPU)."""
+    cfg = load_config(stage_dir / "config.yaml", [])
+    kind = ModelKind(cfg["model"]["type"])
+    tok = load_tokenizer(model_dir)
+    model = kind.model_cls.from_pretrained(str(model_dir), dtype=torch.float32).to(device).eval()
+    dev = build_dev(cfg, kind, tok, data)
+    total, n, t0 = 0.0, 0, time.perf_counter()
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
+    with torch.no_grad(), autocast:
+        for examples in dev["batches"]:
+            batch = {k: v.to(device) for k, v in kind.collate(examples, tok.pad_token_id).items()}
+            total += float(model(**batch).loss) * len(examples)
+            n += len(examples)
+    return {"dev_loss": total / max(n, 1), "examples": n, "seconds": round(time.perf_counter() - t0, 2),
+            "device": str(device), "dev": cfg["data"]["dev"]}
+
+
+def logs(run_dir: Path, plan: dict, dest: Path) -> None:
+    names = ["recipe.log", "status.json", "lease.json", "prepared.json", "eval.json"]
+    for s in plan["stages"]:
+        names += [f"{s['name']}/{n}" for n in ("config.yaml", "log.jsonl", "best/training.json", "last/training.json")]
+    with tarfile.open(dest, "w:xz") as tar:
+        for name in names:
+            if (run_dir / name).is_file():
+                tar.add(run_dir / name, name)
+
+
+def collect(run_dir: Path, out: Path) -> dict:
+    lease = read_json(run_dir / "lease.json")
+    if not lease:
+        raise SystemExit(f"no lease in {run_dir}: nothing to collect")
+    plan = load_plan(Path(lease["plan"]))
+    if stop(run_dir):
+        print("[collect] the recipe was still running: stopped; collecting the stages' best/")
+    status = read_json(run_dir / "status.json")
+    shipped = ship(run_dir, plan, lease["guard"])
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    data = default_data_dir(run_dir / "data")
+    evaluation = {kind: {"stage": stage, **dev_loss(run_dir / "bundle" / kind, run_dir / stage, data, device)}
+                  for kind, stage in shipped.items()}
+    evaluation["note"] = ("dev F0.5 needs ERRANT (spaCy), which the GPU machine lacks: measure it on the CPU "
+                          "machine after `python -m training.lease join`")
+    (run_dir / "eval.json").write_text(json.dumps(evaluation, indent=1) + "\n")
+    for kind, result in evaluation.items():
+        if kind != "note":
+            print(f"[collect] {kind} ({result['stage']}): dev loss {result['dev_loss']:.4f} on {result['examples']} "
+                  f"sentences, {result['device']}")
+    last = {}
+    for s in plan["stages"]:
+        log = run_dir / s["name"] / "log.jsonl"
+        entries = [json.loads(x) for x in log.read_text().splitlines() if x.strip()] if log.is_file() else []
+        steps = [e for e in entries if "loss" in e]
+        last[s["name"]] = {k: steps[-1][k] for k in ("step", "loss", "steps_per_s", "examples_per_s")} if steps else None
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = split(run_dir / "bundle", out, {"eval": evaluation, "stages": last, "status": status})
+    logs(run_dir, plan, out / LOGS)
+    check_sizes(out)
+    total = sum(p.stat().st_size for p in out.iterdir())
+    print(f"[collect] {len(list(out.iterdir()))} files, {total / 2**20:.1f} MiB in {out}")
+    return manifest

@@ -1,0 +1,38 @@
+"""The lease plan (configs/lease-gpu.yaml): which data travels, which stages run, what ships.
+
+    m2: [wi_locness/ABC.train.gold.bea19.m2, ...]     the M2 files prepare packs
+    stages:                                           run in order by the detached recipe
+      - {name: t5-pre, config: configs/lease-t5-pretrain.yaml, minutes: 7}
+      - {name: t5-ft, config: ..., init_from: t5-pre, minutes: 4}     init_from: that stage's best/
+    bundle: {t5: [t5-ft, t5-pre], edit5: [edit5]}    the first stage with a best/ ships
+    waits: 2, wait_minutes: 9                         the wait calls prepare prints
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from editspec.errors import EditspecError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RUN_DIR = REPO_ROOT / "runs" / "lease"  # on the lent machine: kept between calls, outside the carried folder
+
+
+def load_plan(path: Path) -> dict:
+    path = path if path.is_absolute() or path.exists() else REPO_ROOT / path
+    try:
+        plan = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as e:
+        raise EditspecError(f"cannot read lease plan {path}: {e}") from e
+    names = [s.get("name") for s in plan.get("stages", [])]
+    if not names or len(set(names)) != len(names):
+        raise EditspecError(f"lease plan {path}: stages need distinct names")
+    for s in plan["stages"]:
+        if s.get("init_from") not in (None, *names[:names.index(s["name"])]):
+            raise EditspecError(f"lease plan {path}: stage {s['name']} starts from {s['init_from']}, not an earlier stage")
+    for kind, stages in plan.get("bundle", {}).items():
+        if kind not in ("t5", "edit5") or not set(stages) <= set(names):
+            raise EditspecError(f"lease plan {path}: bundle.{kind} names unknown stages {stages}")
+    return plan

@@ -1,0 +1,209 @@
+"""``prepare`` (here, on the CPU machine): the folder that travels to a lent GPU, and the calls.
+
+A lent machine gets the repository and the git-ignored folders a call names in ``carry``, 64 MiB
+in all, and reaches nothing else: not ../shared/data, not a package index. So the folder holds::
+
+    .lease/data/wi_locness/ABC.train.gold.bea19.m2.xz      the plan's M2 files, xz-compressed
+    .lease/data/wi_locness/ABCN.dev.gold.bea19.m2.xz       (start unpacks them)
+    .lease/data/fce/fce.train.gold.bea19.m2.xz
+    .lease/data/wikipedia_en_sentences/lease.00.txt.xz     the first Wikipedia sentences, as many
+                                                           as the size limit leaves room for
+    .lease/lexicon.json.xz     the synthetic errors' word lists (spaCy's lemmatizer tables and
+                               ERRANT's words: neither package is in the machine's image)
+    .lease/wheels.tar.xz       wheels of the packages the training imports that the image lacks
+                               (datasets, dill, multiprocess, rapidfuzz), stored uncompressed in
+                               the tar so that xz compresses them once
+    .lease/prepared.json       what was packed: sizes, sentence counts, the plan, the wheels
+
+Size: 64 MiB - (tracked + untracked files that git does not ignore) - a margin is what the folder
+may take; the M2 files, the lexicon and the wheels go first, the Wikipedia sentences fill the rest
+(in independent xz streams of ``CHUNK`` lines, which ``lzma`` reads as one file). Say the
+repository takes 57.1 MiB: 64 - 57.1 - 1 (margin) = 5.9 MiB; 4.7 go to M2 + lexicon + wheels,
+1.2 MiB hold ~32,000 sentences at ~39 bytes each.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import io
+import json
+import lzma
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from pathlib import Path
+
+
+from editspec.data.corpora import data_dir as default_data_dir
+from editspec.data.m2 import read_blocks
+from editspec.errors import EditspecError
+from training.lease.plan import REPO_ROOT, load_plan
+from training.synthetic.lexicon import save_tables
+from training.synthetic.pairs import WIKI_DIR, read_lines, shard_files
+
+LIMIT = 64 * 2**20  # what travels with a call: the working tree and the carried folders
+CHUNK = 20_000  # Wikipedia lines per xz stream
+XZ = lzma.PRESET_DEFAULT | lzma.PRESET_EXTREME
+# Packages the training path imports that the image lacks (training.lease.imports checks the list)
+WHEELS = ("datasets", "dill", "multiprocess", "rapidfuzz")
+PIP_PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
+                 "manylinux1_x86_64")
+
+
+def tree_bytes(root: Path = REPO_ROOT) -> int:
+    """Bytes of what travels without ``carry``: tracked files and untracked ones git does not ignore."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    return sum((root / f).stat().st_size for f in set(listed) if f and (root / f).is_file())
+
+
+def folder_bytes(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+
+
+def write_m2(src: Path, dest: Path, limit: int | None) -> int:
+    """The first ``limit`` sentences (all without one) of an M2 file, xz-compressed; their count."""
+    blocks = read_blocks(src)[:limit]
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with lzma.open(dest, "wt", encoding="utf-8", preset=XZ) as f:
+        f.writelines(block.rstrip("\n") + "\n\n" for block in blocks)
+    return len(blocks)
+
+
+def write_sentences(wiki: Path, dest: Path, room: int, limit: int | None) -> int:
+    """The Wikipedia shards' first lines in xz streams of ``CHUNK`` lines while they fit in ``room``
+    bytes (at most ``limit`` lines); how many were written."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    lines = (line for shard in shard_files(wiki) for line in read_lines(shard) if line.strip())
+    written = 0
+    with open(dest, "wb") as out:
+        while limit is None or written < limit:
+            chunk = [line for _, line in zip(range(min(CHUNK, (limit or CHUNK + written) - written)), lines)]
+            if not chunk:
+                break
+            packed = lzma.compress(("\n".join(chunk) + "\n").encode("utf-8"), preset=XZ)
+            if out.tell() + len(packed) > room:
+                keep = int(len(chunk) * (room - out.tell()) / len(packed) * 0.95)  # a last, shorter stream
+                if keep < 100:
+                    break
+                chunk, packed = chunk[:keep], lzma.compress(("\n".join(chunk[:keep]) + "\n").encode(), preset=XZ)
+                if out.tell() + len(packed) > room:
+                    break
+            out.write(packed)
+            written += len(chunk)
+    return written
+
+
+def fetch_wheel(spec: str, cache: Path) -> Path:
+    """A wheel for the machine's Python 3.12 on x86-64: ``spec`` is a .whl path, or a package name
+    (the version installed here, so that the code ran here against it) fetched into ``cache`` with
+    the device README's pip command unless already there."""
+    if spec.endswith(".whl"):
+        return Path(spec)
+    version = importlib.metadata.version(spec)
+    stem = spec.replace("-", "_").lower()
+    found = [w for w in cache.glob("*.whl") if w.name.lower().startswith(f"{stem}-{version}-")]
+    if not found:
+        platforms = [a for p in PIP_PLATFORMS for a in ("--platform", p)]
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--python-version",
+                        "3.12", "--implementation", "cp", *platforms, "-d", str(cache), f"{spec}=={version}"],
+                       check=True, stdout=subprocess.DEVNULL)
+        found = [w for w in cache.glob("*.whl") if w.name.lower().startswith(f"{stem}-{version}-")]
+    if not found:
+        raise EditspecError(f"no wheel of {spec}=={version} for Python 3.12 on x86-64 in {cache}")
+    return found[0]
+
+
+def stored(wheel: Path) -> bytes:
+    """The wheel re-zipped without compression (same files, same RECORD), so xz sees the bytes."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(wheel) as src, zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            info.compress_type = zipfile.ZIP_STORED
+            dst.writestr(info, data)
+    return buf.getvalue()
+
+
+def write_wheels(wheels: list[Path], dest: Path) -> list[str]:
+    with tarfile.open(dest, "w:xz", preset=XZ) as tar:
+        for wheel in wheels:
+            data = stored(wheel)
+            info = tarfile.TarInfo(wheel.name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return [w.name for w in wheels]
+
+
+def prepare(folder: Path, plan_path: Path, data: Path | None = None, wheels: list[str] | None = None,
+            wheel_cache: Path = REPO_ROOT / ".whl", m2_sentences: int | None = None,
+            wiki_sentences: int | None = None, margin: int = 2**20) -> dict:
+    plan = load_plan(plan_path)
+    data = default_data_dir(data)
+    tmp = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    counts = {}
+    for rel in plan["m2"]:
+        src = data / rel
+        if not src.is_file():
+            raise EditspecError(f"{src} does not exist (the plan's m2 files are read from {data})")
+        counts[rel] = write_m2(src, tmp / "data" / (rel + ".xz"), m2_sentences)
+    save_tables(tmp / "lexicon.json.xz")
+    names = write_wheels([fetch_wheel(w, wheel_cache) for w in (WHEELS if wheels is None else wheels)],
+                         tmp / "wheels.tar.xz")
+    room = LIMIT - margin - tree_bytes() - folder_bytes(tmp) - 4096  # prepared.json
+    if room < 0:
+        raise EditspecError(f"the repository and the folder take {(LIMIT - margin - room) / 2**20:.1f} MiB: over "
+                            f"the {LIMIT / 2**20:.0f} MiB a call carries (less a {margin / 2**20:.1f} MiB margin)")
+    sentences = write_sentences(data / WIKI_DIR, tmp / "data" / WIKI_DIR / "lease.00.txt.xz", room, wiki_sentences)
+    if sentences < min(1000, wiki_sentences or 1000):
+        raise EditspecError(f"room for {sentences} Wikipedia sentences only: free some of the working tree")
+    report = {"plan": str(plan_path.resolve().relative_to(REPO_ROOT)), "m2_sentences": counts,
+              "wiki_sentences": sentences, "wheels": names, "folder_bytes": folder_bytes(tmp),
+              "tree_bytes": tree_bytes(), "limit_bytes": LIMIT}
+    (tmp / "prepared.json").write_text(json.dumps(report, indent=1) + "\n")
+    shutil.rmtree(folder, ignore_errors=True)
+    tmp.rename(folder)
+    return report
+
+
+def device_calls(folder: Path, plan: dict) -> str:
+    """The device tool's calls, in order, and the join here."""
+    inside = folder.resolve().is_relative_to(REPO_ROOT)
+    rel = folder.resolve().relative_to(REPO_ROOT) if inside else folder  # carry names repository paths
+    env = "PYTHONUNBUFFERED=1 python3 -m training.lease"
+    calls = [
+        ("start: unpack, install the wheels, start the recipe detached, return",
+         {"command": f"{env} start --folder {rel}", "carry": [str(rel)], "timeout_s": 300}),
+        *[(f"wait {i + 1}: follow the log (returns early when the recipe ends)",
+           {"command": f"{env} wait --minutes {plan['wait_minutes']}", "carry": [str(rel)], "timeout_s": 600})
+          for i in range(plan["waits"])],
+        ("collect: stop what still runs, ship, dev loss, shards + manifest into $OUT",
+         {"command": f'{env} collect --out "$OUT"', "carry": [str(rel)], "timeout_s": 480}),
+    ]
+    # every call carries the folder: a call that does not would remove it there (the recipe reads
+    # runs/lease/, which start unpacked and the calls keep, but a stage must never find it gone)
+    lines = ["Device calls, in order (the run tool; leave `kind` out), each right after the last:"]
+    if not inside:
+        lines.insert(0, f"note: {folder} is outside the repository, which is all a call carries")
+    for n, (what, call) in enumerate(calls, 1):
+        lines += [f"  {n}. {what}", f"     run {json.dumps(call)}"]
+    lines += ["Then here, with the files_at folder the collect call's reply names:",
+              f"  python -m training.lease join FILES_AT runs/lease-bundle"]
+    return "\n".join(lines)
+
+
+def main(args) -> None:
+    report = prepare(Path(args.folder), Path(args.plan), Path(args.data_dir) if args.data_dir else None,
+                     args.wheel or None, Path(args.wheel_cache), args.m2_sentences, args.wiki_sentences,
+                     int(args.margin_mib * 2**20))
+    total = report["tree_bytes"] + report["folder_bytes"]
+    print(f"{args.folder}: {report['folder_bytes'] / 2**20:.2f} MiB ({report['wiki_sentences']} Wikipedia sentences, "
+          f"M2 {report['m2_sentences']}, wheels {', '.join(report['wheels'])}); with the working tree "
+          f"{total / 2**20:.2f} of {LIMIT / 2**20:.0f} MiB")
+    print(device_calls(Path(args.folder), load_plan(Path(args.plan))))
