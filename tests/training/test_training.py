@@ -216,8 +216,8 @@ def test_two_process_ddp_on_cpu(tmp_path, data_dir, tokenizer_dir):
     assert all(torch.allclose(ddp[k], single[k], atol=1e-5) for k in single)
 
 
-def test_edit5_starts_from_a_t5_directory_and_learns(tmp_path, data_dir, tokenizer_dir):
-    """Stage 2 with --init-from: EdiT5 takes a T5 model dir's encoder (its d_model, not the recipe's)."""
+def edit5_on_a_t5_dir(tmp_path, data_dir, tokenizer_dir, *extra):
+    """A random T5 saved with its tokenizer, and a 20-step EdiT5 run started from it."""
     tok = load_tokenizer(tokenizer_dir)
     t5 = T5ForConditionalGeneration(T5Config(vocab_size=len(tok), d_model=48, d_kv=12, d_ff=96, num_layers=2,
                                              num_decoder_layers=2, num_heads=4, dropout_rate=0.0))
@@ -226,7 +226,13 @@ def test_edit5_starts_from_a_t5_directory_and_learns(tmp_path, data_dir, tokeniz
     out = tmp_path / "edit5"
     run(out, data_dir, tokenizer_dir, "--init-from", str(tmp_path / "t5"), "--max-steps", "20",
         "--set", "model.type=edit5", "--set", "model.config={num_decoder_layers: 1}", "--set", "train.eval_every=20",
-        "--set", "model.point_markers=true")
+        "--set", "model.point_markers=true", *extra)
+    return tok, t5, out
+
+
+def test_edit5_starts_from_a_t5_directory_and_learns(tmp_path, data_dir, tokenizer_dir):
+    """Stage 2 with --init-from: EdiT5 takes a T5 model dir's encoder (its d_model, not the recipe's)."""
+    tok, t5, out = edit5_on_a_t5_dir(tmp_path, data_dir, tokenizer_dir)
     entries = [e for e in log(out) if "loss" in e]
     assert {"tag_loss", "pointer_loss", "insertion_loss"} <= entries[0].keys()
     assert entries[-1]["loss"] < entries[0]["loss"] - 0.3, [e["loss"] for e in entries]
@@ -240,15 +246,7 @@ def test_edit5_starts_from_a_t5_directory_and_learns(tmp_path, data_dir, tokeniz
 def test_edit5_heads_learn_on_a_t5_encoder_that_stays_the_t5s(tmp_path, data_dir, tokenizer_dir):
     """model.share_encoder: the heads train on the T5's own encoder, which does not move; best/
     holds the heads alone, names the T5 and loads onto it."""
-    tok = load_tokenizer(tokenizer_dir)
-    t5 = T5ForConditionalGeneration(T5Config(vocab_size=len(tok), d_model=48, d_kv=12, d_ff=96, num_layers=2,
-                                             num_decoder_layers=2, num_heads=4, dropout_rate=0.0))
-    t5.save_pretrained(tmp_path / "t5")
-    tok.save_pretrained(tmp_path / "t5")
-    out = tmp_path / "edit5"
-    run(out, data_dir, tokenizer_dir, "--init-from", str(tmp_path / "t5"), "--max-steps", "20",
-        "--set", "model.type=edit5", "--set", "model.config={num_decoder_layers: 1}", "--set", "train.eval_every=20",
-        "--set", "model.point_markers=true", "--set", "model.share_encoder=true")
+    tok, t5, out = edit5_on_a_t5_dir(tmp_path, data_dir, tokenizer_dir, "--set", "model.share_encoder=true")
     entries = [e for e in log(out) if "loss" in e]
     assert entries[-1]["loss"] < entries[0]["loss"] - 0.3, [e["loss"] for e in entries]
     model = EdiT5Model.from_pretrained(out / "best")
