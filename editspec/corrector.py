@@ -52,6 +52,7 @@ import torch
 
 from editspec.decoding import core, drafters, rescoring
 from editspec.config import CorrectorConfig
+from editspec.data.features import model_inputs
 from editspec.errors import EditspecError
 from editspec.modeling import loading
 from editspec.modeling.loading import (load_edit5, quiet_transformers, resolve_device, resolve_models,
@@ -298,17 +299,10 @@ class Corrector:
                 out[i] = text
         return out
 
-    def _inputs(self, encoded, eos: int, pad: int) -> tuple[torch.Tensor, torch.Tensor]:
-        rows = [e.ids + [eos] for e in encoded]
-        width = max(map(len, rows))
-        ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=self.device)
-        mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows], device=self.device)
-        return ids, mask
-
     def _edit5_ids(self, encoded) -> list[list[tuple[int, int | None]]]:
         """EdiT5's realized output per row: (token, source index or None)."""
         tok = self.edit5_tokenizer
-        ids, mask = self._inputs(encoded, tok.eos_token_id, tok.pad_token_id)
+        ids, mask = model_inputs([e.ids for e in encoded], tok.eos_token_id, tok.pad_token_id, self.device)
         longest = ids.shape[1]
         edits = self.edit5.generate_edits(ids, mask, max_insertion_tokens=max(32, longest + 16))
         # each row's own limit, as if alone: a row's output never depends on the batch

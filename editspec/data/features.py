@@ -154,6 +154,13 @@ def pad(sequences: Sequence[Sequence[int]], value: int) -> torch.Tensor:
     return out
 
 
+
+def model_inputs(sequences: Sequence[Sequence[int]], eos: int, pad_id: int,
+                 device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Model inputs ``ids + [EOS]``, right-padded, and the attention mask."""
+    rows = [list(s) + [eos] for s in sequences]
+    return pad(rows, pad_id).to(device), pad([[1] * len(r) for r in rows], 0).to(device)
+
 # What each feature is padded with: ids with the pad id, labels with IGNORE, positions with 0.
 _EDIT5_PAD = {"tags": IGNORE, "pointers": IGNORE, "order_positions": 0, "insertion_labels": IGNORE}
 

@@ -43,6 +43,7 @@ from torch.profiler import record_function
 from transformers import T5ForConditionalGeneration
 from transformers.models.t5.modeling_t5 import T5Attention
 
+from editspec.data.features import pad
 from editspec.decoding.drafters import Drafter
 from editspec.decoding.window import WindowPolicy
 from editspec.modeling import t5
@@ -109,9 +110,7 @@ class Decoder:
         """(ids [b, S], mask [b, S], encoder states [b, S, d_model]) of ``sources`` (ids with
         EOS), right-padded."""
         dev = self.xmask.device
-        width = max(map(len, sources))
-        ids = torch.tensor([s + [0] * (width - len(s)) for s in sources], device=dev)
-        mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in sources], device=dev)
+        ids, mask = pad(sources, 0).to(dev), pad([[1] * len(s) for s in sources], 0).to(dev)
         return ids, mask, t5.encode(self.model, ids, mask)
 
     def admit(self, slots: list[int], mask: torch.Tensor, hidden: torch.Tensor) -> None:

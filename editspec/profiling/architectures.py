@@ -28,7 +28,8 @@ from editspec.errors import EditspecError
 from editspec.decoding import core
 from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
 from editspec.profiling.clock import Clock, Recorder, Sample
-from editspec.profiling.data import batches, model_inputs
+from editspec.data.features import model_inputs
+from editspec.profiling.data import batches
 from editspec.profiling.stats import median, summarize, summary
 from editspec.tokenization.edits import KEEP, TooFewMarkers, convert
 from editspec.tokenization.tokens import encode, marker_ids

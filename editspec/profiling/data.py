@@ -13,8 +13,8 @@ a file of plain lines gives sources and no targets. ``limit=10`` keeps the first
 first N are all level A).
 
 ``batches([5, 2, 9, 1, 7], 2) == [[5, 2], [9, 1], [7]]``: the callers sort the sentences longest
-first, as ``editspec correct`` batches them. ``model_inputs([[8, 9], [7]], eos=1, pad_id=0, device)``
-is the batch the models read: ids ``[[8, 9, 1], [7, 1, 0]]`` and mask ``[[1, 1, 1], [1, 1, 0]]``.
+first, as ``editspec correct`` batches them; ``editspec.data.features.model_inputs`` then
+builds the batch the models read (``model_inputs([[8, 9], [7]], eos=1, pad_id=0, device)``): ids ``[[8, 9, 1], [7, 1, 0]]``, mask ``[[1, 1, 1], [1, 1, 0]]``.
 """
 
 from __future__ import annotations
@@ -24,9 +24,6 @@ import random
 from pathlib import Path
 from typing import Sequence, TypeVar
 
-import torch
-
-from editspec.data.features import pad
 from editspec.data.m2 import apply_edits, is_m2, parse_m2
 from editspec.errors import EditspecError
 from editspec.text.tokenized import detokenize
@@ -75,10 +72,3 @@ def read_data(path: str | os.PathLike, limit: int | None = None,
 def batches(items: Sequence[T], size: int) -> list[list[T]]:
     """``items`` cut into consecutive batches of ``size`` (the last may be smaller)."""
     return [list(items[i:i + size]) for i in range(0, len(items), size)]
-
-
-def model_inputs(sequences: Sequence[Sequence[int]], eos: int, pad_id: int,
-                 device) -> tuple[torch.Tensor, torch.Tensor]:
-    """Model inputs ``ids + [EOS]``, right-padded, and the attention mask."""
-    rows = [list(s) + [eos] for s in sequences]
-    return pad(rows, pad_id).to(device), pad([[1] * len(r) for r in rows], 0).to(device)

@@ -46,7 +46,8 @@ from editspec.decoding import core, drafters
 from editspec.decoding.window import WindowPolicy
 from editspec.errors import EditspecError
 from editspec.profiling.clock import Clock, Recorder, Sample
-from editspec.profiling.data import batches, model_inputs
+from editspec.data.features import model_inputs
+from editspec.profiling.data import batches
 from editspec.profiling.drafters import TimedDrafter
 from editspec.profiling.modes import BATCH_ONE, MODES, NEEDS, PEERS, REFERENCE, SPECULATIVE
 from editspec.profiling.stats import median, summarize, summary

@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from editspec.errors import EditspecError
-from editspec.profiling.data import batches, model_inputs, read_data
+from editspec.data.features import model_inputs
+from editspec.profiling.data import batches, read_data
 
 
 def test_read_data(tmp_path):
