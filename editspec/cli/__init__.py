@@ -65,6 +65,18 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def corrector_from_args(args: argparse.Namespace):
+    """The ``Corrector`` that the model and correction options above describe (correct, eval,
+    serve). Imported here, when a command runs: bad input fails before seconds of torch."""
+    from editspec.corrector import Corrector
+
+    return Corrector.from_pretrained(args.model, mode=args.mode, edit5=args.edit5, t5=args.t5,
+                                     device=args.device, batch_size=args.batch_size, dtype=args.dtype,
+                                     max_length=getattr(args, "max_length", None),
+                                     max_edit_words=args.max_edit_words, rounds=args.rounds,
+                                     spelling=args.spelling, rescore=args.rescore, prefix=args.prefix)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="editspec", description=__doc__.splitlines()[0])
     parser.add_argument("--debug", action="store_true", help="show tracebacks")

@@ -48,19 +48,13 @@ def _use_color(args) -> bool:
 
 
 def run_correct(args) -> int:
-    # imported here, not at the top: a missing or undecodable input fails before seconds of torch
-    from editspec.corrector import Corrector
+    from editspec.cli import corrector_from_args  # the package imports this module
 
     stream = open_input(args.input)
     try:
         blocks = read_blocks(stream, args.input)
         first = next(blocks, None)  # a non-UTF-8 start fails before the model loads
-        corrector = Corrector.from_pretrained(args.model, mode=args.mode, edit5=args.edit5, t5=args.t5,
-                                              device=args.device, batch_size=args.batch_size,
-                                              max_length=args.max_length,
-                                              max_edit_words=args.max_edit_words, rounds=args.rounds,
-                                              spelling=args.spelling, rescore=args.rescore,
-                                              prefix=args.prefix, dtype=args.dtype)
+        corrector = corrector_from_args(args)  # torch loads here, after the input is checked
         total = os.fstat(stream.fileno()).st_size if args.input != "-" and Path(args.input).is_file() else None
         bar = tqdm(total=total, unit="B", unit_scale=True, desc="correcting", file=sys.stderr,
                    disable=args.no_progress or not sys.stderr.isatty(), dynamic_ncols=True)

@@ -57,13 +57,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def load_corrector(args: argparse.Namespace):
     """The Corrector the eval options describe (a seam the tests replace)."""
-    from editspec.corrector import Corrector  # here: seconds of torch, after the inputs are checked
+    from editspec.cli import corrector_from_args  # the package imports this module
 
-    return Corrector.from_pretrained(model=args.model, mode=args.mode, edit5=args.edit5,
-                                     t5=args.t5, device=args.device, batch_size=args.batch_size,
-                                     max_edit_words=args.max_edit_words, rounds=args.rounds,
-                                     spelling=args.spelling, rescore=args.rescore, prefix=args.prefix,
-                                     dtype=args.dtype)
+    return corrector_from_args(args)
 
 
 def run_eval(args: argparse.Namespace) -> int:

@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import sys
 
-CORRECTION_OPTIONS = ("max_edit_words", "rounds", "spelling", "rescore", "prefix", "dtype")
-
-
 def run_serve(args) -> int:
     from editspec.errors import EditspecError
 
@@ -29,15 +26,11 @@ def run_serve(args) -> int:
         if value < low:
             raise EditspecError(f"{name} must be at least {low}")
     # imported here, not at the top: bad options fail before seconds of torch
-    from editspec.corrector import Corrector
+    from editspec.cli import corrector_from_args
     from editspec.text import error_types
     from editspec.text.spelling import load_speller
 
-    # the correction options that `editspec correct` takes (whichever the parser defines)
-    options = {k: getattr(args, k) for k in CORRECTION_OPTIONS if hasattr(args, k)}
-    corrector = Corrector.from_pretrained(args.model, mode=args.mode, edit5=args.edit5, t5=args.t5,
-                                          device=args.device, batch_size=args.batch_size,
-                                          max_length=args.max_length, **options)
+    corrector = corrector_from_args(args)
     if corrector.spelling:
         load_speller()
     error_types.annotator()
