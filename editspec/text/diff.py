@@ -104,6 +104,16 @@ def apply(source: str, edits: Sequence[Edit]) -> str:
     return "".join(parts) + source[cursor:]
 
 
+def output_starts(edits: Sequence[Edit]) -> list[int]:
+    """Where each edit (in order, source offsets) starts in the output that ``apply`` makes of
+    them all: its source start moved by the length the edits before it added or removed."""
+    starts, shift = [], 0
+    for e in edits:
+        starts.append(e.start + shift)
+        shift += len(e.correction) - (e.end - e.start)
+    return starts
+
+
 def _edit(src: list[str], tgt: list[str], src_at: list[int], span: list[int]) -> Edit:
     a, b, c, d = span
     return Edit(src_at[a], src_at[b], "".join(src[a:b]), "".join(tgt[c:d]))

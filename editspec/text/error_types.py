@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 from typing import Sequence
 
-from editspec.text.diff import Correction, Edit
+from editspec.text.diff import Correction, Edit, output_starts
 from editspec.text.tokenized import spacy_nlp
 
 # the main type's plain name, as a noun phrase for "missing", "unnecessary", "wrong"
@@ -112,24 +112,15 @@ def classify(corrections: Sequence[Correction]) -> list[list[str]]:
     texts = [t for c in todo for t in (c.input, c.output)]
     docs = iter(nlp.pipe(texts, disable=["ner"]))
     parsed = {id(c): (next(docs), next(docs)) for c in todo}
-    return [[_classify_edit(e, shift, *parsed[id(c)]) for e, shift in zip(c.edits, _shifts(c.edits))]
+    return [[_classify_edit(e, at, *parsed[id(c)]) for e, at in zip(c.edits, output_starts(c.edits))]
             if c.edits else [] for c in corrections]
 
 
-def _shifts(edits: Sequence[Edit]) -> list[int]:
-    """For each edit, how far the output has moved from the input before it."""
-    out, shift = [], 0
-    for e in edits:
-        out.append(shift)
-        shift += len(e.correction) - (e.end - e.start)
-    return out
-
-
-def _classify_edit(edit: Edit, shift: int, orig, cor) -> str:
+def _classify_edit(edit: Edit, at: int, orig, cor) -> str:
     from errant.edit import Edit as ErrantEdit
 
     o_start, o_end = _token_span(orig, edit.start, edit.end)
-    c_start, c_end = _token_span(cor, edit.start + shift, edit.start + shift + len(edit.correction))
+    c_start, c_end = _token_span(cor, at, at + len(edit.correction))  # at: its start in the output
     e = ErrantEdit(orig, cor, [o_start, o_end, c_start, c_end])
     e.minimise()
     if not e.o_toks and not e.c_toks:  # whitespace alone (or a token split or joined the same)

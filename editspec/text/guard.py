@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Collection
 
-from editspec.text.diff import apply, diff, edit_size
+from editspec.text.diff import apply, diff, edit_size, output_starts
 
 
 def guard(source: str, output: str, max_edit_words: int) -> str:
@@ -54,11 +54,9 @@ def real_words(source: str, output: str, knows: Callable[[str], bool]) -> str:
     if not unknown:
         return output
     edits = diff(source, output)
-    kept, shift = [], 0  # shift: where source offsets are in the output, edits before made
-    for e in edits:
-        start = e.start + shift
+    kept = []
+    for e, start in zip(edits, output_starts(edits)):
         end = start + len(e.correction)
-        shift += len(e.correction) - (e.end - e.start)
         if not any(a <= end and b >= start for a, b in unknown):  # a word the edit wrote or touches
             kept.append(e)
     if len(kept) == len(edits):

@@ -5,7 +5,7 @@ import random
 from rapidfuzz.distance import Indel
 
 from editspec.text import diff as diff_module
-from editspec.text.diff import Edit, apply, diff
+from editspec.text.diff import Edit, apply, diff, output_starts
 
 
 def test_a_long_line_is_diffed_in_bounded_windows(monkeypatch):
@@ -57,3 +57,10 @@ def test_diff_applies_across_window_edges():
         b = "".join(rng.choice(["a", " ", "b", ".", "cc"]) for _ in range(rng.randrange(0, 5000)))
         assert apply(a, diff(a, b)) == b
     assert diff("He go home.", "He goes home.") == [Edit(3, 5, "go", "goes")]
+
+
+def test_output_starts_place_each_edit_in_the_output():
+    source, target = "She go to school every days.", "She goes to the school every day."
+    edits = diff(source, target)
+    assert [target[a:a + len(e.correction)] for e, a in zip(edits, output_starts(edits))] == \
+        [e.correction for e in edits]
