@@ -26,6 +26,7 @@ import torch
 
 from editspec.data.corpora import data_dir as default_data_dir
 from editspec.modeling.loading import DEFAULT_MODEL
+from editspec.modeling.t5 import default_device
 from editspec.tokenization.tokens import load_tokenizer
 from training.lease.plan import REPO_ROOT, load_plan
 from training.lease.run import environment, read_json, stop
@@ -94,7 +95,7 @@ def collect(run_dir: Path, out: Path) -> dict:
         print("[collect] the recipe was still running: stopped; collecting the stages' best/")
     status = read_json(run_dir / "status.json")
     shipped = ship(run_dir, plan, lease["guard"])
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = default_device()
     data = default_data_dir(run_dir / "data")
     evaluation = {kind: {"stage": stage, **dev_loss(run_dir / "bundle" / kind, run_dir / stage, data, device)}
                   for kind, stage in shipped.items()}

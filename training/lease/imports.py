@@ -23,6 +23,8 @@ import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from training.lease.plan import REPO_ROOT
+
 # The 'cuda' image's Python packages, as /work/.library/device/KINDS.md lists them (2026-11-17).
 DEVICE_PACKAGES = frozenset("""
 absl-py accelerate aiofiles aiohappyeyeballs aiohttp aiosignal annotated-doc anyio attrs botorch build
@@ -50,7 +52,6 @@ wadler-lindig werkzeug wheel wrapt xarray xxhash yarl zipp
 
 
 OUR_PACKAGES = frozenset({"editspec", "training", "eval", "tests"})
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def normalize(name: str) -> str:

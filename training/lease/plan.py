@@ -17,6 +17,8 @@ import yaml
 from editspec.errors import EditspecError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# packages the training imports that the lent machine lacks: carried as wheels (prepare), installed by start
+WHEELS = ("datasets", "dill", "multiprocess", "rapidfuzz")
 RUN_DIR = REPO_ROOT / "runs" / "lease"  # on the lent machine: kept between calls, outside the carried folder
 
 

@@ -28,12 +28,10 @@ import importlib.metadata
 import io
 import json
 import lzma
-import os
 import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 import zipfile
 from pathlib import Path
 
@@ -41,15 +39,13 @@ from pathlib import Path
 from editspec.data.corpora import data_dir as default_data_dir
 from editspec.data.m2 import read_blocks
 from editspec.errors import EditspecError
-from training.lease.plan import REPO_ROOT, load_plan
+from training.lease.plan import REPO_ROOT, WHEELS, load_plan
 from training.synthetic.lexicon import save_tables
 from training.synthetic.pairs import WIKI_DIR, read_lines, shard_files
 
 LIMIT = 64 * 2**20  # what travels with a call: the working tree and the carried folders
 CHUNK = 20_000  # Wikipedia lines per xz stream
 XZ = lzma.PRESET_DEFAULT | lzma.PRESET_EXTREME
-# Packages the training path imports that the image lacks (training.lease.imports checks the list)
-WHEELS = ("datasets", "dill", "multiprocess", "rapidfuzz")
 PIP_PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
                  "manylinux1_x86_64")
 
@@ -194,7 +190,7 @@ def device_calls(folder: Path, plan: dict) -> str:
     for n, (what, call) in enumerate(calls, 1):
         lines += [f"  {n}. {what}", f"     run {json.dumps(call)}"]
     lines += ["Then here, with the files_at folder the collect call's reply names:",
-              f"  python -m training.lease join FILES_AT runs/lease-bundle"]
+              "  python -m training.lease join FILES_AT runs/lease-bundle"]
     return "\n".join(lines)
 
 

@@ -31,9 +31,8 @@ from pathlib import Path
 
 from editspec.errors import EditspecError
 from training.lease.imports import guard
-from training.lease.plan import REPO_ROOT, load_plan
+from training.lease.plan import REPO_ROOT, WHEELS, load_plan
 
-WHEELS_CARRIED = ("datasets", "dill", "multiprocess", "rapidfuzz")  # prepare.WHEELS, without its imports
 
 
 def read_json(path: Path) -> dict:
@@ -111,7 +110,7 @@ def start(folder: Path, run_dir: Path, plan_path: Path, sets: list[str], check_i
     unpack(folder, run_dir)
     shutil.copy(folder / "prepared.json", run_dir / "prepared.json")
     write_json(run_dir / "lease.json", {"plan": str(plan_path), "sets": sets,
-                                        "guard": list(WHEELS_CARRIED) if check_imports else None})
+                                        "guard": list(WHEELS) if check_imports else None})
     log = open(run_dir / "recipe.log", "ab")
     proc = subprocess.Popen([sys.executable, "-m", "training.lease", "recipe", "--run-dir", str(run_dir)],
                             cwd=REPO_ROOT, env=environment(run_dir), stdin=subprocess.DEVNULL, stdout=log,
