@@ -25,6 +25,7 @@ from editspec.errors import EditspecError
 
 CONFIG_NAME = "corrector_config.json"
 MODES = ("edit5", "t5", "speculative")
+QUANTIZATIONS = ("int8",)  # --quantize (editspec.modeling.quantization)
 
 
 @dataclass(frozen=True)

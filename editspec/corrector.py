@@ -54,7 +54,7 @@ from editspec.decoding import core, drafters, rescoring
 from editspec.config import CorrectorConfig
 from editspec.data.features import model_inputs
 from editspec.errors import EditspecError
-from editspec.modeling import loading
+from editspec.modeling import loading, quantization
 from editspec.modeling.loading import (load_edit5, quiet_transformers, resolve_device, resolve_models,
                                        trained_length)
 from editspec.modeling.t5 import DTYPES, load_t5
@@ -131,6 +131,7 @@ class Corrector:
         device: str | torch.device | None = None, batch_size: int = 16, max_length: int | None = None,
         max_edit_words: int | None = None, rounds: int | None = None, spelling: bool | None = None,
         rescore: bool | None = None, prefix: str | None = None, dtype: str | torch.dtype | None = None,
+        quantize: str | None = None,
     ) -> "Corrector":
         """Load a bundle (``DIR/edit5``, ``DIR/t5``) or one checkpoint; default: the shipped bundle.
 
@@ -142,6 +143,8 @@ class Corrector:
         present, else the one present. ``max_length`` (model input tokens with EOS) overrides the
         checkpoint's training length. ``dtype`` (float32 or bfloat16, names of ``t5.DTYPES``): the
         models' compute type (default float32; the shipped weights are bfloat16 on disk).
+        ``quantize`` ("int8", CPU only): the models' linears in int8 (``modeling.quantization``;
+        faster on long inputs and large batches, but not batch-independent).
         """
         if batch_size < 1:
             raise EditspecError("batch size must be at least 1")
@@ -177,6 +180,10 @@ class Corrector:
                 loaded["edit5"], loaded["edit5_tokenizer"] = load_edit5(edit5_path, dev, loaded.get("t5"), t5_path)
                 if dtype is not None:
                     loaded["edit5"].to(dtype)
+            if quantize is not None:  # the T5 first: a shared encoder is then quantized once
+                for kind in ("t5", "edit5"):
+                    if kind in loaded:
+                        quantization.quantize(loaded[kind], quantize)
         return cls(mode, batch_size=batch_size, max_length=max_length, paths=paths,
                    max_edit_words=config.max_edit_words, rounds=config.rounds, spelling=config.spelling,
                    rescore=config.rescore, prefix=config.prefix, **loaded)

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from tests.helpers import TINY_M2, sentences
+from tests.helpers import TINY_M2, pairs, sentences
 
 
 @pytest.fixture(scope="session")
@@ -42,3 +42,36 @@ def m2_file(tmp_path):
     path = tmp_path / "tiny.m2"
     path.write_text(TINY_M2, encoding="utf-8")
     return path
+
+
+@pytest.fixture(scope="session")
+def overfitted_t5(tokenizer):
+    """A tiny T5 trained until its greedy output is the target of each of 20 pairs (deletions,
+    insertions, a swap, replacements, unchanged): (model, sources, targets)."""
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    from editspec.data.features import collate_t5, t5_features_batch
+    from editspec.decoding import core
+
+    torch.manual_seed(0)
+    sources, targets = zip(*pairs(20))
+    model = T5ForConditionalGeneration(T5Config(
+        vocab_size=len(tokenizer), d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4,
+        dropout_rate=0.0, decoder_start_token_id=tokenizer.pad_token_id, pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id))
+    features = t5_features_batch(tokenizer, sources, targets, 64)
+    batch, wanted = collate_t5(features, tokenizer.pad_token_id), [f["labels"][:-1] for f in features]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    for step in range(600):
+        model.train()
+        loss = model(**batch).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if step % 20 == 19:
+            model.eval()
+            if core.greedy(model, batch["input_ids"], batch["attention_mask"], 40) == wanted:
+                break
+    model.eval()
+    assert core.greedy(model, batch["input_ids"], batch["attention_mask"], 40) == wanted, step
+    return model, sources, targets

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from editspec.config import MODES
+from editspec.config import MODES, QUANTIZATIONS
 from editspec.cli import data as data_cli, eval as eval_cli
 from editspec.cli import profile as profile_cli
 from editspec.errors import EditspecError
@@ -34,6 +34,10 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", default=None,
                    help="compute type: float32 (default) or bfloat16 (the shipped weights are bfloat16 "
                         "on disk; speculative output is the T5's greedy output in the same type)")
+    p.add_argument("--quantize", choices=QUANTIZATIONS, default=None,
+                   help="int8: the linears in int8 (CPU only, float32); faster on long inputs and large "
+                        "batches, but a sentence's output can change with the batch, and speculative output "
+                        "is not always the int8 greedy output")
 
 
 def _add_correction_options(p: argparse.ArgumentParser) -> None:
@@ -72,7 +76,7 @@ def corrector_from_args(args: argparse.Namespace):
 
     return Corrector.from_pretrained(args.model, mode=args.mode, edit5=args.edit5, t5=args.t5,
                                      device=args.device, batch_size=args.batch_size, dtype=args.dtype,
-                                     max_length=getattr(args, "max_length", None),
+                                     quantize=args.quantize, max_length=getattr(args, "max_length", None),
                                      max_edit_words=args.max_edit_words, rounds=args.rounds,
                                      spelling=args.spelling, rescore=args.rescore, prefix=args.prefix)
 

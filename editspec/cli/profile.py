@@ -75,7 +75,8 @@ def run_profile(args: argparse.Namespace) -> int:
     profile(args.data, args.out, modes, architectures=args.architectures, model=args.model, edit5=args.edit5,
             t5=args.t5, t5_draft=args.t5_draft, device=args.device, threads=args.threads,
             batch_size=args.batch_size, limit=args.limit, seed=args.seed, warmup=args.warmup, gamma=gamma,
-            prompt_lookup_tokens=args.prompt_lookup_tokens, dtype=args.dtype, trace=args.trace,
+            prompt_lookup_tokens=args.prompt_lookup_tokens, dtype=args.dtype, quantize=args.quantize,
+            trace=args.trace,
             options=options, progress=sys.stderr.isatty())
     out = Path(args.out)
     print(f"wrote {out / 'report.json'}, {out / 'report.md'} and plots", file=sys.stderr)

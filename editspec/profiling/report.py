@@ -44,7 +44,8 @@ def markdown(report: dict) -> str:
     unit = "sentence" if report["batch_size"] == 1 else f"batch of {report['batch_size']}"
     lines = [
         "# editspec latency profile", "",
-        f"- device: {report['device']}; threads: {report['threads']}; dtype: {report['dtype']}",
+        f"- device: {report['device']}; threads: {report['threads']}; dtype: {report['dtype']}"
+        + (f"; quantized: {report['quantize']}" if report.get('quantize') else ""),
         f"- torch {report['torch']}, transformers {report['transformers']}",
         f"- data: {report['data']}: {report['sentences']} sentences "
         f"({report['skipped_long']} longer than the models' input skipped); batch size "

@@ -23,6 +23,7 @@ import transformers
 from editspec.corrector import Corrector
 from editspec.errors import EditspecError
 from editspec.modeling.loading import DEFAULT_MODEL, quiet_transformers, resolve_device, resolve_models
+from editspec.modeling import quantization
 from editspec.modeling.t5 import load_t5
 from editspec.profiling.architectures import profile_architectures
 from editspec.profiling.data import read_data
@@ -56,12 +57,13 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
             t5: str | None = None, t5_draft: str | None = None, device: str | None = None,
             threads: int | None = None, batch_size: int = 1, limit: int | None = 100,
             seed: int | None = None, warmup: int = 5, gamma: int | str = "auto",
-            prompt_lookup_tokens: int = 10, dtype: str | None = None, trace: bool = False,
-            options: dict | None = None, progress: bool = False) -> dict:
+            prompt_lookup_tokens: int = 10, dtype: str | None = None, quantize: str | None = None,
+            trace: bool = False, options: dict | None = None, progress: bool = False) -> dict:
     """Profile ``modes`` (and with ``architectures`` the random architectures) on the sentences
     of ``data``; write the report into ``out`` and return it. ``gamma``: the speculative modes'
     draft window: "auto" (the decoding core's, from measured pass costs), a fixed number of
     tokens, or "all" (the whole remaining draft, up to 48); ``dtype``: a name of ``DTYPES`` (None: float32, as ``editspec correct``);
+    ``quantize``: "int8" (``editspec.modeling.quantization``), every model timed quantized;
     ``options``: recorded as given (the CLI's flags)."""
     modes = check_modes(modes)
     if batch_size < 1:
@@ -86,7 +88,7 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
     report: dict = {
         "device": device_name(dev), "threads": torch.get_num_threads(), "sentences": 0,
         "batch_size": batch_size, "torch": torch.__version__, "transformers": transformers.__version__,
-        "dtype": dtype or "float32",
+        "dtype": dtype or "float32", "quantize": quantize,
         "data": str(data), "limit": limit, "seed": seed,
         "warmup": warmup, "gamma": gamma, "prompt_lookup_tokens": prompt_lookup_tokens,
         "skipped_long": 0, "options": dict(options or {}), "modes": {}, "architectures": {},
@@ -109,6 +111,10 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
                 for m in (corrector.t5, corrector.edit5, small):
                     if m is not None:
                         m.to(torch_dtype)
+            if quantize is not None:  # the T5 first: a shared encoder is then quantized once
+                for m in (corrector.t5, corrector.edit5, small):
+                    if m is not None:
+                        quantization.quantize(m, quantize)
             profiler = Profiler(corrector.t5, corrector.t5_tokenizer, corrector.edit5, corrector.edit5_tokenizer,
                                 small, gamma=gamma, prompt_lookup_tokens=prompt_lookup_tokens)
             max_ids = min(n for _, n in corrector.limits)

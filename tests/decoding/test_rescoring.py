@@ -4,14 +4,12 @@ against its own decoding, and an overfitted T5 keeping its right edits and undoi
 
 import pytest
 import torch
-from transformers import T5Config, T5ForConditionalGeneration
 
 from editspec.decoding import core
 from editspec.modeling import t5
 from editspec.text.diff import diff
-from editspec.data.features import collate_t5, t5_features_batch
+from editspec.data.features import collate_t5
 from editspec.decoding.rescoring import rescore, scorer
-from tests.helpers import pairs
 from tests.helpers import random_batch, random_t5
 
 SOURCE = "I am 20 years old and I like play football."
@@ -61,34 +59,6 @@ def test_t5_log_likelihood_is_the_sum_of_its_greedy_step_log_probs():
     rows = torch.tensor([2, 0, 2, 5])
     assert t5.log_likelihood(model, ids, mask, padded[rows], rows=rows).tolist() == \
         pytest.approx([expected[i] for i in rows.tolist()], abs=1e-9)
-
-
-@pytest.fixture(scope="module")
-def overfitted_t5(tokenizer):
-    """A tiny T5 trained until its greedy output is the target of each of 20 pairs (deletions,
-    insertions, a swap, replacements, unchanged)."""
-    torch.manual_seed(0)
-    sources, targets = zip(*pairs(20))
-    model = T5ForConditionalGeneration(T5Config(
-        vocab_size=len(tokenizer), d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4,
-        dropout_rate=0.0, decoder_start_token_id=tokenizer.pad_token_id, pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id))
-    features = t5_features_batch(tokenizer, sources, targets, 64)
-    batch, wanted = collate_t5(features, tokenizer.pad_token_id), [f["labels"][:-1] for f in features]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    for step in range(600):
-        model.train()
-        loss = model(**batch).loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        if step % 20 == 19:
-            model.eval()
-            if core.greedy(model, batch["input_ids"], batch["attention_mask"], 40) == wanted:
-                break
-    model.eval()
-    assert core.greedy(model, batch["input_ids"], batch["attention_mask"], 40) == wanted, step
-    return model, sources, targets
 
 
 def test_an_overfitted_t5_keeps_its_right_edits_and_undoes_a_wrong_one(tokenizer, overfitted_t5):
