@@ -74,6 +74,35 @@ def test_encode_is_thread_safe(tokenizer):
     assert bad == [] and tokenizer.eos_token_id in eos
 
 
+def test_one_corrector_shared_by_threads(bundle):
+    """The server's threads share one Corrector (issue 45): 8 threads, each correcting its own
+    inputs (the spelling step, rescoring and the guard on, speculative mode) three times over, give
+    the single-threaded outputs. float64: no near-tie of the random models flips."""
+    c = Corrector.from_pretrained(bundle, mode="speculative", device="cpu", batch_size=4, spelling=True,
+                                  rescore=True, max_edit_words=3)
+    for model in (c.t5, c.edit5):
+        model.double()
+    texts = generate(24, seed=5)
+    parts = [texts[k::8] for k in range(8)]
+    want = [c.correct(p) for p in parts]
+    got: dict[int, list] = {}
+    errors = []
+
+    def work(k):
+        try:
+            got[k] = [c.correct(parts[k]) for _ in range(3)]
+        except Exception as e:  # noqa: BLE001 (reported below, not lost in a thread)
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert all(got[k] == [want[k]] * 3 for k in range(8))
+
+
 @pytest.mark.parametrize("mode", ["edit5", "t5", "speculative"])
 def test_each_sentence_alone_is_as_in_a_random_batch(bundle, mode):
     """A unit's output must not depend on the other units of its batch, nor the batch size
