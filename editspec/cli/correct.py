@@ -3,6 +3,7 @@ a ``[-old-]{+new+}`` diff or JSON lines with character-offset edits."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -11,6 +12,7 @@ from typing import Iterable, Iterator
 
 from tqdm import tqdm
 
+from editspec.errors import EditspecError
 from editspec.files import Line, atomic_output, open_input, read_blocks
 from editspec.text import error_types
 from editspec.text.diff import Correction
@@ -48,8 +50,16 @@ def _use_color(args) -> bool:
 
 
 def run_correct(args) -> int:
+    """Correct ``args.input`` into ``args.output``. Launched as several processes (``torchrun
+    --nproc-per-node N -m editspec correct ...`` or ``accelerate launch``), each process corrects
+    its share of every block of lines (``accelerate``'s ``split_between_processes``: contiguous,
+    the first to process 0) and process 0 gathers the shares and writes them in the input's order."""
     from editspec.cli import corrector_from_args  # the package imports this module
 
+    state = _processes(args)
+    main = state is None or state.is_main_process
+    if state is not None:
+        from accelerate.utils import gather_object
     stream = open_input(args.input)
     try:
         blocks = read_blocks(stream, args.input)
@@ -57,32 +67,28 @@ def run_correct(args) -> int:
         corrector = corrector_from_args(args)  # torch loads here, after the input is checked
         total = os.fstat(stream.fileno()).st_size if args.input != "-" and Path(args.input).is_file() else None
         bar = tqdm(total=total, unit="B", unit_scale=True, desc="correcting", file=sys.stderr,
-                   disable=args.no_progress or not sys.stderr.isatty(), dynamic_ncols=True)
+                   disable=args.no_progress or not sys.stderr.isatty() or not main, dynamic_ncols=True)
         done = 0
         try:
-            with atomic_output(args.output) as out, bar:
+            with (atomic_output(args.output) if main else contextlib.nullcontext()) as out, bar:
                 color = _use_color(args)
                 # a UTF-8 byte order mark is not text: keep it out of the model, write it back
                 bom = first is not None and first[0].text.startswith("\ufeff")
                 if bom:
                     first[0].text = first[0].text[1:]
                 for block in _chain(first, blocks):
-                    results = corrector.correct_detailed([line.text for line in block], progress=bar.update)
-                    lines = []
-                    # jsonl: each edit with its ERRANT type and message (editspec.text.error_types)
-                    types = error_types.classify(results) if args.format == "jsonl" else [[]] * len(results)
-                    for line, c, c_types in zip(block, results, types):
-                        if args.format == "jsonl":
-                            lines.append(json_line(error_types.typed_dict(c, c_types)))
-                        elif args.format == "diff":
-                            lines.append(format_diff(c, color) + line.ending)
-                        else:
-                            lines.append(c.output + line.ending)
+                    if state is None:
+                        text = _formatted(corrector, block, args, color, bar.update)
+                    else:
+                        with state.split_between_processes(block) as mine:
+                            text = _formatted(corrector, mine, args, color, bar.update) if mine else ""
+                        text = "".join(gather_object([text]))
                     if bom and done == 0 and args.format != "jsonl":
-                        lines[0] = "\ufeff" + lines[0]
-                    out.write("".join(lines).encode("utf-8"))
-                    if args.output == "-":
-                        out.flush()
+                        text = "\ufeff" + text
+                    if main:
+                        out.write(text.encode("utf-8"))
+                        if args.output == "-":
+                            out.flush()
                     done += sum(line.size for line in block)
                     bar.n = done  # progress counted characters; resync to bytes read
                     bar.refresh()
@@ -94,6 +100,38 @@ def run_correct(args) -> int:
         if stream is not sys.stdin.buffer:
             stream.close()
     return 0
+
+
+def _processes(args):
+    """accelerate's ``PartialState`` when launched as several processes (torchrun / accelerate
+    launch set WORLD_SIZE), else None. Each process reads the input itself: a file, not stdin.
+    On GPUs each process takes its own (``--device`` unset)."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return None
+    if args.input == "-":
+        raise EditspecError("several processes read the input each: give a file, not stdin")
+    from accelerate import PartialState
+
+    state = PartialState()
+    if args.device is None:
+        args.device = str(state.device)
+    return state
+
+
+def _formatted(corrector, block: list[Line], args, color: bool, progress) -> str:
+    """The output of ``block``'s lines in the chosen format."""
+    results = corrector.correct_detailed([line.text for line in block], progress=progress)
+    # jsonl: each edit with its ERRANT type and message (editspec.text.error_types)
+    types = error_types.classify(results) if args.format == "jsonl" else [[]] * len(results)
+    lines = []
+    for line, c, c_types in zip(block, results, types):
+        if args.format == "jsonl":
+            lines.append(json_line(error_types.typed_dict(c, c_types)))
+        elif args.format == "diff":
+            lines.append(format_diff(c, color) + line.ending)
+        else:
+            lines.append(c.output + line.ending)
+    return "".join(lines)
 
 
 def _chain(first: list[Line] | None, rest: Iterable[list[Line]]) -> Iterator[list[Line]]:
