@@ -34,13 +34,30 @@ from editspec.text.diff import apply, diff
 
 # log P(target | source) for each (source, target) row, or None where the model cannot score it
 Scorer = Callable[[Sequence[str], Sequence[str]], list[float | None]]
+# variants per ``Scorer`` call: their features are held together, and the ~30,000 variants of a
+# 1 MB line of changed sentences, all at once, took GBs (issue 45)
+GROUP = 4096
 
 
-def rescore(sources: Sequence[str], outputs: Sequence[str], score: Scorer) -> list[str]:
+def rescore(sources: Sequence[str], outputs: Sequence[str], score: Scorer, group: int = GROUP) -> list[str]:
     """``outputs`` with each edit (``diff(source, output)``) undone whose undoing ``score`` rates
-    higher than the output; an output ``score`` cannot rate stays as it is."""
+    higher than the output; an output ``score`` cannot rate stays as it is. ``score`` is called
+    on about ``group`` variants at a time."""
+    result = list(outputs)
     rows: tuple[list[str], list[str]] = ([], [])
     plan = []  # (unit, its edits, first row)
+
+    def flush() -> None:
+        scores = score(*rows) if rows[1] else []
+        for i, edits, at in plan:
+            full, undone = scores[at], scores[at + 1:at + 1 + len(edits)]
+            if full is None or None in undone:
+                continue
+            kept = [e for e, s in zip(edits, undone) if full >= s]
+            if len(kept) < len(edits):
+                result[i] = apply(sources[i], kept)
+        rows[0].clear(), rows[1].clear(), plan.clear()
+
     for i, (source, output) in enumerate(zip(sources, outputs)):
         edits = diff(source, output)
         if edits:
@@ -48,15 +65,9 @@ def rescore(sources: Sequence[str], outputs: Sequence[str], score: Scorer) -> li
             variants = [output] + [apply(source, edits[:k] + edits[k + 1:]) for k in range(len(edits))]
             rows[0].extend([source] * len(variants))
             rows[1].extend(variants)
-    scores = score(*rows) if rows[1] else []
-    result = list(outputs)
-    for i, edits, at in plan:
-        full, undone = scores[at], scores[at + 1:at + 1 + len(edits)]
-        if full is None or None in undone:
-            continue
-        kept = [e for e, s in zip(edits, undone) if full >= s]
-        if len(kept) < len(edits):
-            result[i] = apply(sources[i], kept)
+            if len(rows[1]) >= group:
+                flush()
+    flush()
     return result
 
 

@@ -37,6 +37,24 @@ def test_ties_keep_and_an_unscored_unit_stays():
     assert rescore([], [], lambda s, t: 1 / 0) == []
 
 
+def test_variants_are_scored_a_group_at_a_time():
+    """A long text's variants are scored in groups (memory bounded, issue 45), with the result of
+    one call: each unit's variants stay in one call, whatever the group size."""
+    scores = {OUTPUT: -10.0, NO_THE: -8.0, NO_TO: -12.0, SOURCE: -9.0, "Yes!": -1.0, "Yes.": -2.0}
+    calls = []
+
+    def score(sources, targets):
+        calls.append(len(targets))
+        return [scores[t] for t in targets]
+
+    sources, outputs = [SOURCE, "Yes.", SOURCE, "Yes."] * 5, [OUTPUT, "Yes!", NO_TO, "Yes."] * 5
+    whole = rescore(sources, outputs, score)
+    assert calls == [35] and whole == [NO_THE, "Yes!", SOURCE, "Yes."] * 5
+    calls.clear()
+    assert rescore(sources, outputs, score, group=4) == whole
+    assert max(calls) <= 4 + 2 and sum(calls) == 35 and len(calls) > 5
+
+
 def test_t5_log_likelihood_is_the_sum_of_its_greedy_step_log_probs():
     model = random_t5(3)
     ids, mask = random_batch(torch.Generator().manual_seed(3), 6, model.config.vocab_size)
