@@ -64,3 +64,19 @@ def test_tune_rounds_scores_each_round_as_the_corrector_outputs_it(models, tmp_p
         fixed = c.correct(["She go home.", "He go to school every days.", "Yes. No."])
         changed = sum(f != s for f, s in zip(fixed, ["She go home.", "He go to school every days.", "Yes. No."]))
         assert (" TP 0 " in line) and ((" FP 0 " in line) == (changed == 0)), line
+
+
+def test_tune_confidence_counts_the_reorderings_and_deletions_it_governs():
+    """The order bias holds back reorderings (ERRANT's R:WO), the keep bias deletions (U:*): the
+    tuning prints how many were made and how many the gold edits contain."""
+    from editspec.evaluation.errant import ErrantEvaluator
+    from eval.tune_confidence import governed
+
+    dev = ErrantEvaluator.from_pairs(["I have already it seen .", "She is is here .", "He go home ."],
+                                     ["I have already seen it .", "She is here .", "He goes home ."])
+    assert governed(dev.score(["I have already seen it .", "She is here .", "He goes home ."])) \
+        == "reorderings 1 (gold 1), deletions 1 (gold 1)"
+    # a wrong reordering, a wrong deletion and a missed one
+    assert governed(dev.score(["I already have it seen .", "She is is here .", "He home ."])) \
+        == "reorderings 1 (gold 0), deletions 1 (gold 0)"
+    assert governed(dev.score(dev.sources)) == "reorderings 0 (gold 0), deletions 0 (gold 0)"
