@@ -1,4 +1,4 @@
-"""editspec: fast grammatical error correction with EdiT5, T5 and EdiT5-drafted speculative T5."""
+"""editspec: fast grammatical error correction with EdiT5, T5 and speculative T5 (drafted by EdiT5 or the source)."""
 
 __version__ = "0.1.0"
 

@@ -18,7 +18,8 @@ What happens to a line::
                waiting unit at once, ``editspec.decoding.core``)
     model      edit5        tags, pointers, insertions -> realize_aligned -> render
                t5           greedy ids -> render_ids (aligned to the source)
-               speculative  T5 greedy ids, drafted by EdiT5 -> render_ids
+               speculative  T5 greedy ids, drafted by EdiT5 or by the source, whichever has
+                            cost less on this corrector's sentences -> render_ids
     guard      a unit whose output rewrites more than ``max_edit_words`` words in one edit
                ("and a lot , but I think that ..." repeated) goes back to the unit as written
     words      with ``spelling`` on, an edit that writes a word no dictionary holds ("beingef")
@@ -51,6 +52,7 @@ from typing import Callable, Iterator, Sequence
 import torch
 
 from editspec.decoding import core, drafters, rescoring
+from editspec.decoding.window import WindowPolicy
 from editspec.config import CorrectorConfig
 from editspec.data.features import model_inputs
 from editspec.errors import EditspecError
@@ -74,7 +76,8 @@ T5_TYPES = {"t5"}
 
 
 class Corrector:
-    """Corrects lines of text with EdiT5, T5, or speculative T5 (EdiT5 drafts, T5 verifies)."""
+    """Corrects lines of text with EdiT5, T5, or speculative T5 (EdiT5 or the source drafts, T5
+    verifies)."""
 
     def __init__(self, mode: str, edit5=None, edit5_tokenizer=None, t5=None, t5_tokenizer=None,
                  batch_size: int = 16, max_length: int | None = None, paths: dict | None = None,
@@ -107,6 +110,8 @@ class Corrector:
         # the drafter reads the verifier's ids when both share one vocabulary (the normal case)
         self.shared_vocab = (self.mode == "speculative" and
                              self.edit5_tokenizer.get_vocab() == self.t5_tokenizer.get_vocab())
+        # what each drafter has cost per sentence, measured on this corrector's sentences
+        self.draft_costs = drafters.DraftCosts(drafters.CANDIDATES)
 
     def _max_ids(self, max_length: int | None, kind: str) -> int:
         length = max_length or trained_length(self.paths.get(kind)) or DEFAULT_MAX_LENGTH
@@ -334,10 +339,13 @@ class Corrector:
         return [render_ids(tok, e, out[:2 * len(e.ids) + 18]) for e, out in zip(encoded, outputs)]
 
     def _drafter(self, encoded) -> drafters.Drafter:
-        """EdiT5's output as the draft, or the output's own earlier n-grams where they match
-        better (a looping row)."""
-        if self.shared_vocab:  # EdiT5 reads T5's input ids
-            return drafters.Mix(drafters.EdiT5(self.edit5, self.markers), drafters.Ngram())
+        """EdiT5's output or the source as the draft, whichever has decoded this corrector's
+        sentences faster (``drafters.Cheapest``), mixed with the output's own earlier n-grams
+        where they match better (a looping row)."""
+        if self.shared_vocab:  # EdiT5 reads T5's input ids; the source is the other candidate
+            slots = min(self.batch_size, len(encoded))
+            policy = WindowPolicy.measured(self.t5, slots)
+            return drafters.speculative(self.edit5, self.markers, self.draft_costs, lambda w: policy.cost(w) / slots)
         # another vocabulary: EdiT5 reads its own ids, and its drafts go text -> T5 ids
         texts = [e.text for e in encoded]
         theirs = encode(self.edit5_tokenizer, texts)

@@ -19,7 +19,8 @@ from editspec.errors import EditspecError
 
 def _add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=MODES, default=None,
-                   help="edit5 (fastest), t5, or speculative (T5 output, EdiT5-drafted; "
+                   help="edit5 (fastest), t5, or speculative (T5 output, drafted by EdiT5 or the source, "
+                        "whichever measures faster; "
                         "default: the bundle's corrector_config.json, else speculative when both "
                         "models are present)")
     p.add_argument("--model", default=None,

@@ -244,8 +244,9 @@ def generate(
         drafts = []
         for s in rows:
             i = sentence[s]
-            room = min(gamma, budget[i] - len(out[i]) - 1)
-            d = list(drafter.propose(i, out[i], room))[:room] if room > 0 else []
+            room = max(0, min(gamma, budget[i] - len(out[i]) - 1))
+            # every pass asks, even for 0 tokens: a drafter may count passes (``Cheapest``)
+            d = list(drafter.propose(i, out[i], room))[:room] if drafter is not None else []
             drafts.append(d[: d.index(eos) + 1] if eos in d else d)
         logits = dec.forward(rows, [[pending[s]] + d for s, d in zip(rows, drafts)])  # [T, vocab]
         stats.passes += 1
@@ -276,7 +277,7 @@ def generate(
             if new[-1] == eos or len(out[i]) >= budget[i]:
                 sentence[s] = None
                 if drafter is not None:
-                    drafter.finish(i)
+                    drafter.finish(i, out[i])
                 if done is not None:
                     done(i)
 

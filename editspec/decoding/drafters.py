@@ -17,11 +17,15 @@ output so far "he went"::
              states the core computed, so the encoder runs once per sentence
     mix      several drafters: each pass takes the one whose last proposal matched the
              verifier's output longest
+    cheapest of several drafters, the one measured to decode these sentences fastest, its
+             drafting time and the passes it needs together (``Cheapest``)
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+import threading
+import time
+from typing import Callable, Sequence
 
 import torch
 from transformers import PreTrainedTokenizerBase
@@ -49,8 +53,8 @@ class Drafter:
     def propose(self, index: int, output: list[int], limit: int) -> list[int]:
         raise NotImplementedError
 
-    def finish(self, index: int) -> None:
-        """The sentence left its slot: forget its state."""
+    def finish(self, index: int, output: list[int]) -> None:
+        """The sentence left its slot with ``output`` (the verifier's ids, no EOS): forget its state."""
 
 
 class Follow(Drafter):
@@ -103,7 +107,7 @@ class Follow(Drafter):
                     break
         return None
 
-    def finish(self, index):
+    def finish(self, index, output):
         self._state.pop(index, None)
 
 
@@ -159,8 +163,8 @@ class EdiT5(Follow):
         for i, e in zip(indices, edits):
             self.drafts[i] = realize(self.sources[i], e, self.markers, self.eos)
 
-    def finish(self, index):
-        super().finish(index)
+    def finish(self, index, output):
+        super().finish(index, output)
         self.drafts.pop(index, None)
 
 
@@ -194,11 +198,147 @@ class Mix(Drafter):
         best = self._best.get(index, 0)
         return proposals[best] or next((p for p in proposals if p), [])
 
-    def finish(self, index):
+    def finish(self, index, output):
         self._last.pop(index, None)
         self._best.pop(index, None)
         for d in self.drafters:
-            d.finish(index)
+            d.finish(index, output)
+
+
+class DraftCosts:
+    """Seconds per sentence of each candidate drafter, measured on probed sentences over a
+    corrector's life: shared by its calls and threads (hence the lock). ``probe`` of every
+    ``period`` sentences are probed, the first ones first."""
+
+    def __init__(self, names: Sequence[str], probe: int = 32, period: int = 1024):
+        self.names, self.probe, self.period = list(names), probe, period
+        self.seconds, self.probed, self.seen = [0.0] * len(names), 0, 0
+        self.lock = threading.Lock()
+
+    def reserve(self, n: int) -> list[bool]:
+        """Which of the next ``n`` sentences are probes."""
+        with self.lock:
+            first, self.seen = self.seen, self.seen + n
+            return [(first + k) % self.period < self.probe for k in range(n)]
+
+    def add(self, seconds: Sequence[float]) -> None:
+        """One probed sentence's cost under each candidate."""
+        with self.lock:
+            self.seconds = [a + b for a, b in zip(self.seconds, seconds)]
+            self.probed += 1
+
+    @property
+    def best(self) -> int:
+        """The candidate with the least seconds so far (the first before any probe)."""
+        with self.lock:
+            return min(range(len(self.seconds)), key=lambda c: self.seconds[c])
+
+    def per_sentence(self) -> dict[str, float]:
+        """Mean seconds per probed sentence, by candidate name."""
+        return {n: s / max(1, self.probed) for n, s in zip(self.names, self.seconds)}
+
+
+class Cheapest(Drafter):
+    """Of several candidate drafters, the one that decodes these sentences fastest, measured.
+
+    A drafter pays when the verifier passes it saves cost more than its drafting; both depend on
+    the text, the models and the batch, so they are measured on the sentences themselves. A
+    probed sentence (``DraftCosts``) is drafted by the cheapest candidate so far, live, and
+    replayed for every other one once the verifier's output is known: greedy output does not
+    depend on the draft, so a candidate's passes follow from its own proposals, each pass
+    proposing as many tokens as the live pass asked for. A candidate's cost is its drafting time
+    (``encoded`` and ``propose``, timed) plus its passes, each one row's share of a pass of that
+    width (``pass_seconds``, from the core's measured cost model). Other sentences go to the
+    cheapest candidate alone; the pick is made for each batch the core encodes. Example, batch 1,
+    a pass ~17 ms::
+
+        candidate         drafting   passes   cost
+        EdiT5 + n-grams    32.0 ms      2.1   67.7 ms
+        copy + n-grams      0.1 ms      2.2   37.5 ms   <- drafts the sentences that follow
+
+    One instance serves one ``core.generate`` call (its candidates are fresh); ``costs`` carries
+    the measurements from call to call. Only the speed depends on the pick, never the output.
+    """
+
+    def __init__(self, candidates: Sequence[Drafter], costs: DraftCosts, pass_seconds: Callable[[int], float]):
+        self.candidates, self.costs, self.pass_seconds = list(candidates), costs, pass_seconds
+        self.tokenizer = next((d.tokenizer for d in candidates if d.tokenizer is not None), None)
+
+    def prepare(self, sources, eos):
+        self.eos, self.probes = eos, self.costs.reserve(len(sources))
+        self.live: dict[int, int] = {}  # sentence -> the candidate drafting it, fixed when encoded
+        self.seconds: dict[int, list[float]] = {}  # probed sentence -> drafting seconds per candidate
+        self.limits: dict[int, list[int]] = {}  # probed sentence -> its live passes' draft limits
+        for d in self.candidates:
+            d.prepare(sources, eos)
+
+    def encoded(self, indices, input_ids, attention_mask, hidden, encoder):
+        live = self.costs.best  # for this batch: the sentences before it may have changed the pick
+        rows = [k for k, i in enumerate(indices) if self.probes[i]]
+        for k, i in enumerate(indices):
+            self.live[i] = live
+            if k in rows:
+                self.seconds[i], self.limits[i] = [0.0] * len(self.candidates), []
+        for c, d in enumerate(self.candidates):
+            if c != live and not rows:
+                continue
+            start = time.perf_counter()
+            if c == live:  # drafts every sentence of the batch; a probe pays its share
+                d.encoded(indices, input_ids, attention_mask, hidden, encoder)
+            else:  # drafts the probes alone
+                at = torch.tensor(rows, device=input_ids.device)
+                d.encoded([indices[k] for k in rows], input_ids[at], attention_mask[at], hidden[at], encoder)
+            share = (time.perf_counter() - start) / (len(indices) if c == live else len(rows))
+            for k in rows:
+                self.seconds[indices[k]][c] += share
+
+    def propose(self, index, output, limit):
+        live = self.candidates[self.live[index]]
+        if index not in self.limits:
+            return live.propose(index, output, limit)
+        start = time.perf_counter()
+        draft = live.propose(index, output, limit)
+        self.seconds[index][self.live[index]] += time.perf_counter() - start
+        self.limits[index].append(limit)
+        return draft
+
+    def finish(self, index, output):
+        if index in self.limits:
+            seconds, limits, live = self.seconds.pop(index), self.limits.pop(index), self.live[index]
+            for c, d in enumerate(self.candidates):
+                widths = limits
+                if c != live:  # its proposals, timed: the same lookups as live ones
+                    start = time.perf_counter()
+                    widths = replay(d, index, output, self.eos, limits)
+                    seconds[c] += time.perf_counter() - start
+                seconds[c] += sum(map(self.pass_seconds, widths))
+            self.costs.add(seconds)
+        self.live.pop(index, None)
+        for d in self.candidates:
+            d.finish(index, output)
+
+
+CANDIDATES = ("edit5", "copy")  # the speculative mode's drafters, in ``DraftCosts`` order
+
+
+def speculative(edit5, markers: Sequence[int], costs: DraftCosts,
+                pass_seconds: Callable[[int], float]) -> Cheapest:
+    """The speculative mode's drafter (``Corrector``, ``editspec profile``): the cheaper, as
+    measured, of EdiT5's output and the source, each mixed with the output's own n-grams."""
+    return Cheapest([Mix(EdiT5(edit5, markers), Ngram()), Mix(Copy(), Ngram())], costs, pass_seconds)
+
+
+def replay(drafter: Drafter, index: int, output: list[int], eos: int, limits: Sequence[int]) -> list[int]:
+    """The draft limit of each verifier pass ``drafter`` takes to a greedy ``output`` (ids, no
+    EOS): pass j proposes up to ``limits[j]`` tokens (the last limit repeats), accepts its longest
+    matching prefix, and adds the verifier's own next token."""
+    target, n, widths = list(output) + [eos], 0, []
+    while n < len(target):
+        limit = limits[min(len(widths), len(limits) - 1)] if limits else 0
+        draft = list(drafter.propose(index, target[:n], limit))[:limit]
+        n += _prefix(draft, target[n:]) + 1
+        widths.append(limit)
+    return widths
 
 
 def _prefix(a: Sequence[int], b: Sequence[int]) -> int:

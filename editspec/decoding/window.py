@@ -49,6 +49,11 @@ class WindowPolicy:
         a = min(self.alpha, 0.999)
         return max(self.costs, key=lambda w: (1 - a ** (w + 1)) / (1 - a) / self.costs[w])
 
+    def cost(self, width: int) -> float:
+        """Seconds of a pass at ``width`` draft tokens per row: the nearest measured width at or
+        above it."""
+        return self.costs[min((w for w in self.costs if w >= width), default=max(self.costs))]
+
     def update(self, accepted: int, proposed: int) -> None:
         self.accepted += accepted
         self.rejected += accepted < proposed

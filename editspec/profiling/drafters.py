@@ -33,6 +33,6 @@ class TimedDrafter(Drafter):
         with self.recorder.span("draft"):
             return self.inner.propose(index, output, limit)
 
-    def finish(self, index):
+    def finish(self, index, output):
         with self.recorder.span("draft"):
-            self.inner.finish(index)
+            self.inner.finish(index, output)

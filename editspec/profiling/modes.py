@@ -6,8 +6,9 @@ transformers peers::
 
     t5                   T5 greedy on our decoding core (``editspec.decoding.core``): the reference
     edit5                EdiT5 alone: tags, pointers, insertions
-    speculative          T5 verifies EdiT5's draft, mixed with the output's own n-grams (the
-                         corrector's speculative mode)
+    speculative          T5 verifies the cheaper draft of the two below, measured on the
+                         sentences (the corrector's speculative mode, ``drafters.Cheapest``)
+    speculative-edit5    ... EdiT5's draft, mixed with the output's own n-grams
     speculative-copy     ... the source (with resync), mixed with the output's n-grams
     speculative-perfect  ... T5's own greedy output as the draft: the limit of a perfect drafter
     hf-greedy            transformers' ``generate``, greedy
@@ -26,11 +27,11 @@ from editspec.config import MODES as CORRECTOR_MODES
 from editspec.errors import EditspecError
 
 REFERENCE = "t5"
-SPECULATIVE = ("speculative", "speculative-copy", "speculative-perfect")
+SPECULATIVE = ("speculative", "speculative-edit5", "speculative-copy", "speculative-perfect")
 PEERS = ("hf-greedy", "hf-assisted", "hf-prompt-lookup")  # transformers' generate
 MODES = (REFERENCE, *(m for m in CORRECTOR_MODES if m != REFERENCE),
          *(m for m in SPECULATIVE if m not in CORRECTOR_MODES), *PEERS)
-NEEDS = {"t5": ("t5",), "edit5": ("edit5",), "speculative": ("t5", "edit5"),
+NEEDS = {"t5": ("t5",), "edit5": ("edit5",), "speculative": ("t5", "edit5"), "speculative-edit5": ("t5", "edit5"),
          "speculative-copy": ("t5",), "speculative-perfect": ("t5",), "hf-greedy": ("t5",),
          "hf-assisted": ("t5", "t5-draft"), "hf-prompt-lookup": ("t5",)}
 BATCH_ONE = ("hf-assisted", "hf-prompt-lookup")  # transformers: assisted generation, batch 1 only

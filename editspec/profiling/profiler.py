@@ -19,8 +19,9 @@ For example, a speculative sample of 3 verifier passes is latency = encoder + (p
 pass 3) + draft (EdiT5 once, lookups before each pass) + other.
 
 Our T5 modes run on the decoding core (``editspec.decoding.core``): ``t5`` its greedy decoding,
-``speculative`` EdiT5's draft mixed with the output's own n-grams (as ``Corrector``),
-``speculative-copy`` the source mixed with the n-grams, ``speculative-perfect`` T5's own greedy
+``speculative`` the cheaper, as measured, of EdiT5's draft and the source, mixed with the
+output's own n-grams (as ``Corrector``), ``speculative-edit5`` EdiT5's draft and
+``speculative-copy`` the source, each mixed with the n-grams, ``speculative-perfect`` T5's own greedy
 output; a batch's sentences fill the core's slots (batch size 1: one slot). The decoding code is
 not changed to be timed (``editspec.profiling.clock``): forward hooks on ``model.encoder``, a
 wrapper around ``core.Decoder.forward`` (one call per pass), forward hooks on the T5 model for
@@ -82,6 +83,7 @@ class Profiler:
         self.small, self.gamma, self.prompt_lookup_tokens = small, gamma, prompt_lookup_tokens
         self.window = None if gamma == "auto" else 48 if gamma == "all" else int(gamma)
         self.markers = marker_ids(edit5_tokenizer) if edit5 is not None else []
+        self.draft_costs = drafters.DraftCosts(drafters.CANDIDATES)  # the speculative mode's pick, as Corrector's
         self.shared_vocab = (t5 is not None and edit5 is not None
                              and t5_tokenizer.get_vocab() == edit5_tokenizer.get_vocab())
         model = t5 if t5 is not None else edit5
@@ -96,7 +98,7 @@ class Profiler:
         if missing:
             return f"no {' and no '.join(missing)} model" + (
                 " (bundle's t5-draft/ or --t5-draft)" if "t5-draft" in missing else "")
-        if mode == "speculative" and not self.shared_vocab:
+        if mode in ("speculative", "speculative-edit5") and not self.shared_vocab:
             return "EdiT5 and T5 use different tokenizers (the profiler's EdiT5 drafter reads T5's ids)"
         return None
 
@@ -142,7 +144,7 @@ class Profiler:
             if mode == "edit5":
                 outputs, end_of_decoder = self._edit5(batch)
             elif mode in SPECULATIVE:
-                timed = TimedDrafter(self._drafter(mode, reference), rec)
+                timed = TimedDrafter(self._drafter(mode, batch, reference), rec)
                 outputs, stats = self._speculative(batch, timed)
             else:
                 outputs = self._t5(mode, batch)
@@ -172,8 +174,12 @@ class Profiler:
         eos = self.edit5_tokenizer.eos_token_id
         return [realize(e.ids, ed, self.markers, eos) for e, ed in zip(batch.edit5_encoded, edits)], end_of_decoder
 
-    def _drafter(self, mode: str, reference) -> drafters.Drafter:
-        if mode == "speculative":  # as Corrector: EdiT5's draft, or the output's own n-grams
+    def _drafter(self, mode: str, batch: Batch, reference) -> drafters.Drafter:
+        if mode == "speculative":  # as Corrector: the cheaper of the two below, measured
+            slots = len(batch.index)
+            policy = WindowPolicy.measured(self.t5, slots)
+            return drafters.speculative(self.edit5, self.markers, self.draft_costs, lambda w: policy.cost(w) / slots)
+        if mode == "speculative-edit5":  # EdiT5's draft, or the output's own n-grams
             return drafters.Mix(drafters.EdiT5(self.edit5, self.markers), drafters.Ngram())
         if mode == "speculative-copy":
             return drafters.Mix(drafters.Copy(), drafters.Ngram())
@@ -288,6 +294,10 @@ def profile_modes(profiler: Profiler, sources: list[str], modes: Sequence[str], 
             report[mode] = summarize(samples[mode], same[mode], "trained", t5_latency, t5_step)
             if mode == "edit5":  # its outputs are not what its decoder emits
                 report[mode].pop("tokens_per_pass", None)
+            if mode == "speculative":  # the drafter it picked, and what each cost a probed sentence
+                costs = profiler.draft_costs
+                report[mode]["drafter"] = costs.names[costs.best]
+                report[mode]["drafter_cost_ms"] = {n: 1e3 * v for n, v in costs.per_sentence().items()}
     ordered = {m: report[m] for m in MODES if m in report}
     return ordered, {"samples": samples, "sentences": len(keep), "skipped_long": len(sources) - len(keep)}
 

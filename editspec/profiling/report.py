@@ -81,6 +81,10 @@ def markdown(report: dict) -> str:
             if e.get("status") != "ok":
                 notes.append(f"- `{mode}`: {e['status']}: {e['reason']}")
                 continue
+            if "drafter" in e:  # the speculative mode's measured pick (``drafters.Cheapest``)
+                costs = ", ".join(f"{n} {_f(v)}" for n, v in e["drafter_cost_ms"].items())
+                notes.append(f"- `{mode}` drafts with {e['drafter']}: ms per probed {unit}, drafting "
+                             f"and verifier passes together: {costs}")
             lines.append("| " + " | ".join([
                 f"`{mode}`", _f(e["latency_ms"]["median"]), _f(e["latency_ms"]["p90"]), _f(e["latency_ms"]["mean"]),
                 _f(median(e["encoder_ms"])), _f(median(e["decoder_step_ms"]), 3),

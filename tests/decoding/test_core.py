@@ -3,6 +3,7 @@ equals greedy for every drafter at slot counts 1, 7 and 32 with refill; sampling
 distribution; the window policy; the drafters."""
 
 import random
+import time
 from collections import Counter
 
 import pytest
@@ -54,13 +55,16 @@ def make(kind: str, ref, sources, rng: random.Random, vocab: int):
         return drafters.Ngram()
     if kind == "mix":
         return drafters.Mix(drafters.Copy(), drafters.Ngram(), drafters.Follow([wrong(r) for r in ref]))
+    if kind == "cheapest":  # probes 5 of every 20 sentences: picks, replays and refills all occur
+        return drafters.Cheapest([drafters.Follow([wrong(r) for r in ref]), drafters.Copy()],
+                                 drafters.DraftCosts(["wrong", "copy"], probe=5, period=20), lambda w: 1e-3)
     draft = {"perfect": lambda r: r, "empty": lambda r: [], "wrong": wrong,
              "longer": lambda r: r + r + [5] * 30,  # beyond the output and its EOS
              "corrupted": lambda r: [t for t in r if rng.random() < 0.8] + wrong(r)[:2]}[kind]
     return drafters.Follow([draft(r) for r in ref], resync=rng.random() < 0.8)
 
 
-KINDS = ["perfect", "empty", "wrong", "longer", "corrupted", "copy", "ngram", "mix"]
+KINDS = ["perfect", "empty", "wrong", "longer", "corrupted", "copy", "ngram", "mix", "cheapest"]
 
 
 def test_speculative_equals_greedy():
@@ -111,7 +115,69 @@ def test_mix_follows_the_better_drafter():
     mix.prepare([[2, 3, 4, 5, 6]], EOS)
     assert mix.propose(0, [], 3) == [2, 3, 9]  # ties: the first drafter
     assert mix.propose(0, [2, 3, 4], 3) == [5, 6, EOS]  # the second matched 3 tokens, the first 2
-    mix.finish(0)
+    mix.finish(0, [2, 3, 4, 5, 6])
+
+
+def test_replay_takes_the_live_passes():
+    """``replay`` on the verifier's output takes exactly the passes the drafter took live, at the
+    same window: the cost ``Cheapest`` charges a drafter it did not run (rows that end with EOS,
+    far from their token budget, which shortens live windows)."""
+    model = random_t5(0, vocab=40)
+    gen, rng = torch.Generator().manual_seed(3), random.Random(3)
+    sources = mixed_lengths(gen, 24, 40)
+    ref, _ = core.generate(model, sources, 6, max_new_tokens=200)
+    ended = [i for i, r in enumerate(ref) if len(r) < 200 - 49]
+    assert len(ended) > 12
+    drafts = [[t for t in r if rng.random() < 0.7] for r in ref]
+    plain = [s[:-1] for s in sources]
+    for window in (1, 4, 48):
+        for make_drafter in (lambda: drafters.Follow(drafts), drafters.Copy,
+                             lambda: drafters.Mix(drafters.Copy(), drafters.Ngram())):
+            out, stats = core.generate(model, sources, 6, make_drafter(), 200, window=window)
+            fresh = make_drafter()
+            fresh.prepare(plain, EOS)
+            assert [len(drafters.replay(fresh, i, out[i], EOS, [window])) for i in ended] \
+                == [stats.row_passes[i] for i in ended]
+    perfect = drafters.Follow(ref)
+    perfect.prepare(plain, EOS)
+    short = next(i for i in ended if 5 < len(ref[i]) < 47)
+    assert drafters.replay(perfect, short, ref[short], EOS, [48]) == [48]  # the whole output and EOS at once
+    assert drafters.replay(perfect, short, ref[short], EOS, [0]) == [0] * (len(ref[short]) + 1)
+
+
+class Slow(drafters.Follow):
+    """A perfect drafter that costs 20 ms per batch it drafts."""
+
+    def encoded(self, indices, input_ids, attention_mask, hidden, encoder):
+        self.batches = getattr(self, "batches", 0) + 1
+        time.sleep(0.02)
+
+
+def test_cheapest_picks_by_drafting_time_and_passes():
+    """Passes expensive: the perfect drafter (one pass a sentence) wins over copying; passes free:
+    the copy wins over the slow perfect drafter as soon as a probe has finished. Then the slow one
+    drafts the probes alone (sentences 0-7, 24-31, 48-55, ...; the core encodes 4 at a time),
+    and the output is greedy's throughout."""
+    model = random_t5(0, vocab=40)
+    sources = mixed_lengths(torch.Generator().manual_seed(4), 40, 40)
+    ref, _ = core.generate(model, sources, 4, max_new_tokens=30)
+    for pass_cost, winner in ((1.0, 0), (0.0, 1)):
+        costs = drafters.DraftCosts(["slow", "copy"], probe=8, period=24)
+        slow = []
+        for call in range(3):  # three calls of the same 40 sentences: 120 sentences, probes 0-7, 24-31, ...
+            candidates = [Slow(ref), drafters.Copy()]
+            out, stats = core.generate(model, sources, 4, drafters.Cheapest(candidates, costs, lambda w: pass_cost),
+                                       30, window=48)
+            assert out == ref
+            slow.append(getattr(candidates[0], "batches", 0))
+        assert costs.best == winner and costs.probed == 8 * 5  # probes among sentences 0..119
+        means = costs.per_sentence()
+        if winner == 0:
+            assert means["slow"] > 1.0 and means["copy"] > means["slow"] + 1.0  # passes dominate
+            assert slow == [10, 10, 10]  # live all along: 40 sentences, 4 per batch
+        else:
+            assert 0.0 < means["copy"] < means["slow"]
+            assert slow == [4, 4, 2]  # batches 0-3 (live: nothing measured yet), 4-7, 24-27, 28-31; ...
 
 
 def test_sampling_keeps_the_distribution():

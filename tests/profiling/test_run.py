@@ -14,7 +14,7 @@ from editspec import cli
 from editspec.profiling import architectures
 from editspec.profiling.modes import MODES
 
-EXACT = ("speculative", "speculative-copy", "speculative-perfect", "hf-greedy")
+EXACT = ("speculative", "speculative-edit5", "speculative-copy", "speculative-perfect", "hf-greedy")
 STAT_KEYS = {"median", "p90", "mean"}
 TINY_ARCHITECTURES = {
     "t5-base": ("t5", dict(d_model=32, d_kv=8, d_ff=64, num_heads=4, num_layers=2, num_decoder_layers=2)),
@@ -48,7 +48,7 @@ def test_profile_report(bundle, dev_m2, tmp_path):
         assert modes[mode]["identical_to_t5"] == 1.0, mode
     # one T5 step per output token plus EOS, unless cut by max_new_tokens (then no EOS)
     assert modes["t5"]["tokens_per_pass"] == modes["hf-greedy"]["tokens_per_pass"] == pytest.approx(1.0)
-    for mode in ("speculative", "speculative-copy", "speculative-perfect"):
+    for mode in ("speculative", "speculative-edit5", "speculative-copy", "speculative-perfect"):
         e = modes[mode]
         assert 0.0 <= e["acceptance_rate"] <= 1.0 and STAT_KEYS <= set(e["draft_ms"])
         hist = {int(k): v for k, v in e["accepted_per_pass"].items()}
@@ -60,8 +60,12 @@ def test_profile_report(bundle, dev_m2, tmp_path):
     assert perfect["acceptance_rate"] == 1.0 and perfect["leviathan"]["alpha"] == 1.0
     assert perfect["tokens_per_pass"] > 2  # T5's own output as the draft: whole windows accepted
     assert modes["hf-assisted"]["draft_ms"]["mean"] > 0
+    # the speculative mode's pick: each candidate measured on the 5 probed sentences (and warm-up)
+    assert modes["speculative"]["drafter"] in ("edit5", "copy")
+    assert set(modes["speculative"]["drafter_cost_ms"]) == {"edit5", "copy"}
+    assert all(v > 0 for v in modes["speculative"]["drafter_cost_ms"].values())
     md = (out / "report.md").read_text()
-    assert "| `speculative-perfect` |" in md and "Leviathan" in md
+    assert "| `speculative-perfect` |" in md and "Leviathan" in md and "`speculative` drafts with" in md
     for name in ("latency_breakdown.png", "latency_vs_length.png", "accepted_per_pass.png"):
         assert (out / name).stat().st_size > 0, name
 
