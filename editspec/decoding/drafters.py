@@ -275,9 +275,9 @@ class Cheapest(Drafter):
     def encoded(self, indices, input_ids, attention_mask, hidden, encoder):
         live = self.costs.best  # for this batch: the sentences before it may have changed the pick
         rows = [k for k, i in enumerate(indices) if self.probes[i]]
-        for k, i in enumerate(indices):
+        for i in indices:
             self.live[i] = live
-            if k in rows:
+            if self.probes[i]:
                 self.seconds[i], self.limits[i] = [0.0] * len(self.candidates), []
         for c, d in enumerate(self.candidates):
             if c != live and not rows:
