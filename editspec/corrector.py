@@ -67,7 +67,8 @@ from editspec.text.spelling import load_speller, respell_all
 from editspec.tokenization.edits import realize_aligned
 from editspec.tokenization.tokens import encode, marker_ids, render, render_ids, unreadable
 
-NEEDS = {"edit5": ("edit5",), "t5": ("t5",), "speculative": ("edit5", "t5")}
+NEEDS = {"edit5": ("edit5",), "t5": ("t5",), "speculative": ("t5",)}  # the models a mode cannot run without
+USES = {**NEEDS, "speculative": ("t5", "edit5")}  # ... and those it uses when present (EdiT5: a draft)
 DEFAULT_MAX_LENGTH = 128  # model input tokens with EOS, when the checkpoint does not say
 EDIT5_TYPES = {"edit5"}
 T5_TYPES = {"t5"}
@@ -98,8 +99,8 @@ class Corrector:
         self.rescore, self.prefix = rescore, prefix
         self.guarded = 0  # units the guard has kept as written, over this corrector's life
         self.unreal = 0  # units with an edit undone for a made-up word (``real_words``), likewise
-        self.edit5, self.edit5_tokenizer = (edit5, edit5_tokenizer) if "edit5" in need else (None, None)
-        self.t5, self.t5_tokenizer = (t5, t5_tokenizer) if "t5" in need else (None, None)
+        self.edit5, self.edit5_tokenizer = (edit5, edit5_tokenizer) if "edit5" in USES[mode] else (None, None)
+        self.t5, self.t5_tokenizer = (t5, t5_tokenizer) if "t5" in USES[mode] else (None, None)
         self.markers = marker_ids(self.edit5_tokenizer) if self.edit5 is not None else []
         # the models' own limits, then the training length (chunks never exceed any of them)
         self.max_ids: list[tuple[object, int]] = []  # (tokenizer, max ids without EOS)
@@ -108,7 +109,7 @@ class Corrector:
         if self.edit5 is not None:
             self.max_ids.append((self.edit5_tokenizer, self._max_ids(max_length, "edit5")))
         # the drafter reads the verifier's ids when both share one vocabulary (the normal case)
-        self.shared_vocab = (self.mode == "speculative" and
+        self.shared_vocab = (self.mode == "speculative" and self.edit5 is not None and
                              self.edit5_tokenizer.get_vocab() == self.t5_tokenizer.get_vocab())
         # what each drafter has cost per sentence, measured on this corrector's sentences
         self.draft_costs = drafters.DraftCosts(drafters.CANDIDATES)
@@ -179,9 +180,9 @@ class Corrector:
         dev = resolve_device(device)
         loaded: dict = {}
         with quiet_transformers():
-            if "t5" in NEEDS[mode]:
+            if "t5" in USES[mode] and t5_path is not None:
                 loaded["t5"], loaded["t5_tokenizer"] = load_t5(t5_path, device=dev, dtype=dtype)
-            if "edit5" in NEEDS[mode]:  # on the T5's encoder, if its heads sit there
+            if "edit5" in USES[mode] and edit5_path is not None:  # on the T5's encoder, if its heads sit there
                 loaded["edit5"], loaded["edit5_tokenizer"] = load_edit5(edit5_path, dev, loaded.get("t5"), t5_path)
                 if dtype is not None:
                     loaded["edit5"].to(dtype)
@@ -342,6 +343,8 @@ class Corrector:
         """EdiT5's output or the source as the draft, whichever has decoded this corrector's
         sentences faster (``drafters.Cheapest``), mixed with the output's own earlier n-grams
         where they match better (a looping row)."""
+        if self.edit5 is None:  # a T5 alone: the source is the draft
+            return drafters.Mix(drafters.Copy(), drafters.Ngram())
         if self.shared_vocab:  # EdiT5 reads T5's input ids; the source is the other candidate
             slots = min(self.batch_size, len(encoded))
             policy = WindowPolicy.measured(self.t5, slots)

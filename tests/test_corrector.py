@@ -25,6 +25,7 @@ from editspec.modeling import loading
 from editspec.text import segment
 from editspec.cli.correct import format_diff
 from editspec.config import CorrectorConfig
+from editspec.decoding import drafters
 from editspec.corrector import Corrector
 from editspec.modeling.loading import resolve_models
 from editspec.text.diff import Correction, Edit, apply, diff, edit_size
@@ -392,6 +393,18 @@ def test_speculative_output_is_t5_output(models):
     raw = t5_only.correct(lines)
     spec.rescore = t5_only.rescore = True
     assert spec.correct(lines) == t5_only.correct(lines) != raw
+
+
+def test_speculative_with_a_t5_alone_drafts_the_source(models):
+    """A T5 checkpoint of one's own, no EdiT5: speculative mode drafts with the source and the
+    output's n-grams, and gives the T5's output."""
+    spec = Corrector.from_pretrained(t5=models / "bundle" / "t5", mode="speculative", device="cpu", batch_size=4)
+    assert spec.mode == "speculative" and spec.edit5 is None and not spec.shared_vocab
+    assert isinstance(spec._drafter([]).drafters[0], drafters.Copy)
+    t5_only = Corrector.from_pretrained(t5=models / "bundle" / "t5", mode="t5", device="cpu", batch_size=4)
+    for model in (spec.t5, t5_only.t5):
+        model.double()
+    assert spec.correct(LINES) == t5_only.correct(LINES)
 
 
 def test_edit5_and_t5_modes_run(models):
