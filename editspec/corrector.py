@@ -52,7 +52,6 @@ from typing import Callable, Iterator, Sequence
 import torch
 
 from editspec.decoding import core, drafters, rescoring
-from editspec.decoding.window import WindowPolicy
 from editspec.config import CorrectorConfig
 from editspec.data.features import model_inputs
 from editspec.errors import EditspecError
@@ -346,9 +345,8 @@ class Corrector:
         if self.edit5 is None:  # a T5 alone: the source is the draft
             return drafters.Mix(drafters.Copy(), drafters.Ngram())
         if self.shared_vocab:  # EdiT5 reads T5's input ids; the source is the other candidate
-            slots = min(self.batch_size, len(encoded))
-            policy = WindowPolicy.measured(self.t5, slots)
-            return drafters.speculative(self.edit5, self.markers, self.draft_costs, lambda w: policy.cost(w) / slots)
+            return drafters.speculative(self.edit5, self.markers, self.draft_costs, self.t5,
+                                        min(self.batch_size, len(encoded)))
         # another vocabulary: EdiT5 reads its own ids, and its drafts go text -> T5 ids
         texts = [e.text for e in encoded]
         theirs = encode(self.edit5_tokenizer, texts)

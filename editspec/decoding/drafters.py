@@ -30,6 +30,7 @@ from typing import Callable, Sequence
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from editspec.decoding.window import WindowPolicy
 from editspec.errors import EditspecError
 from editspec.tokenization.edits import realize
 from editspec.tokenization.tokens import encode, render_ids
@@ -126,6 +127,8 @@ class Ngram(Drafter):
         self.max_ngram, self.min_ngram = max_ngram, min_ngram
 
     def propose(self, index, output, limit):
+        if limit <= 0:  # the core asks every pass, even for nothing
+            return []
         for n in range(min(self.max_ngram, len(output) - 1), self.min_ngram - 1, -1):
             gram = output[-n:]
             for i in range(len(output) - n - 1, -1, -1):
@@ -235,7 +238,8 @@ class DraftCosts:
 
     def per_sentence(self) -> dict[str, float]:
         """Mean seconds per probed sentence, by candidate name."""
-        return {n: s / max(1, self.probed) for n, s in zip(self.names, self.seconds)}
+        with self.lock:
+            return {n: s / max(1, self.probed) for n, s in zip(self.names, self.seconds)}
 
 
 class Cheapest(Drafter):
@@ -321,11 +325,13 @@ class Cheapest(Drafter):
 CANDIDATES = ("edit5", "copy")  # the speculative mode's drafters, in ``DraftCosts`` order
 
 
-def speculative(edit5, markers: Sequence[int], costs: DraftCosts,
-                pass_seconds: Callable[[int], float]) -> Cheapest:
+def speculative(edit5, markers: Sequence[int], costs: DraftCosts, verifier, slots: int) -> Cheapest:
     """The speculative mode's drafter (``Corrector``, ``editspec profile``): the cheaper, as
-    measured, of EdiT5's output and the source, each mixed with the output's own n-grams."""
-    return Cheapest([Mix(EdiT5(edit5, markers), Ngram()), Mix(Copy(), Ngram())], costs, pass_seconds)
+    measured, of EdiT5's output and the source, each mixed with the output's own n-grams; a pass
+    costs what the core's cost model measured for ``verifier`` at ``slots`` rows, shared by them."""
+    policy = WindowPolicy.measured(verifier, slots)
+    return Cheapest([Mix(EdiT5(edit5, markers), Ngram()), Mix(Copy(), Ngram())], costs,
+                    lambda width: policy.cost(width) / slots)
 
 
 def replay(drafter: Drafter, index: int, output: list[int], eos: int, limits: Sequence[int]) -> list[int]:

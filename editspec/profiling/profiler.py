@@ -176,9 +176,7 @@ class Profiler:
 
     def _drafter(self, mode: str, batch: Batch, reference) -> drafters.Drafter:
         if mode == "speculative":  # as Corrector: the cheaper of the two below, measured
-            slots = len(batch.index)
-            policy = WindowPolicy.measured(self.t5, slots)
-            return drafters.speculative(self.edit5, self.markers, self.draft_costs, lambda w: policy.cost(w) / slots)
+            return drafters.speculative(self.edit5, self.markers, self.draft_costs, self.t5, len(batch.index))
         if mode == "speculative-edit5":  # EdiT5's draft, or the output's own n-grams
             return drafters.Mix(drafters.EdiT5(self.edit5, self.markers), drafters.Ngram())
         if mode == "speculative-copy":
