@@ -15,11 +15,14 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from editspec.cli import main as editspec_main
 from tests.helpers import sentences
-from training.lease.__main__ import main as lease
+from training.lease.__main__ import PLAN, main as lease
 from training.lease.imports import DeviceOnly
+from training.lease.plan import REPO_ROOT, load_plan
+from training.lease.prepare import device_calls
 from training.lease.run import read_json
 from training.lease.shards import MAX_FILE, MAX_FILES
 
@@ -66,8 +69,9 @@ def data(tmp_path_factory) -> Path:
 
 def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsys):
     folder, run_dir, out, bundle = tmp_path / ".lease", tmp_path / "run", tmp_path / "OUT", tmp_path / "bundle"
+    # the 30-minute plan: a 12-layer T5 from scratch (TINY shrinks it), four calls
     assert lease(["prepare", "--folder", str(folder), "--data-dir", str(data), "--wheel", str(probe_wheel(tmp_path)),
-                  "--m2-sentences", "100", "--wiki-sentences", "500"]) == 0
+                  "--m2-sentences", "100", "--wiki-sentences", "500", "--plan", "configs/lease-gpu-30min.yaml"]) == 0
     prepared = read_json(folder / "prepared.json")
     assert prepared["wiki_sentences"] == 500 and prepared["m2_sentences"]["wi_locness/ABC.train.gold.bea19.m2"] == 100
     assert prepared["tree_bytes"] + prepared["folder_bytes"] < prepared["limit_bytes"]
@@ -76,7 +80,7 @@ def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsy
     assert [c["command"].split()[4] for c in calls] == ["start", "wait", "wait", "collect"]
     assert all(c["carry"] for c in calls) and all(len(c["command"]) <= 2000 and c["timeout_s"] <= 600 for c in calls)
 
-    assert lease(["start", "--folder", str(folder), "--run-dir", str(run_dir), "--check-imports",
+    assert lease(["start", "--folder", str(folder), "--run-dir", str(run_dir), "--check-imports",  # prepared plan
                   *[a for s in TINY for a in ("--set", s)]]) == 0
     assert (run_dir / "site" / "lease_probe" / "__init__.py").is_file()  # the carried wheel, installed
     assert lease(["wait", "--run-dir", str(run_dir), "--minutes", "2.5"]) == 0
@@ -106,6 +110,19 @@ def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsy
     shard.write_bytes(shard.read_bytes()[:-1] + b"\0")
     assert lease(["join", str(out), str(tmp_path / "again")]) == 2
     assert "sha256" in capsys.readouterr().err
+
+
+def test_gpu_lease_default_plan_is_one_call_from_the_shipped_t5(tmp_path):
+    """The 15-minute plan: start, wait and collect in one call under the 10-minute call limit, and
+    stage 1 starts from the shipped T5 (a from-scratch T5 cannot reach it in a few minutes)."""
+    plan = load_plan(Path(PLAN))
+    calls = [json.loads(line.split("run ", 1)[1]) for line in device_calls(REPO_ROOT / ".lease", plan).splitlines()
+             if line.strip().startswith("run {")]
+    assert len(calls) == 1 and calls[0]["timeout_s"] <= 600 and len(calls[0]["command"]) <= 2000
+    assert [w for w in calls[0]["command"].split() if w in ("start", "wait", "collect")] == ["start", "wait", "collect"]
+    assert plan["wait_minutes"] + 1 < 10 and sum(s["minutes"] for s in plan["stages"]) < plan["wait_minutes"]
+    first = yaml.safe_load((REPO_ROOT / plan["stages"][0]["config"]).read_text())
+    assert (REPO_ROOT / first["model"]["init_from"] / "model.safetensors").is_file()
 
 
 def test_gpu_lease_import_guard_refuses_what_the_machine_lacks():

@@ -40,7 +40,7 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("start", help="device: unpack and start the recipe detached")
     s.add_argument("--folder", default=".lease")
-    s.add_argument("--plan", default=PLAN)
+    s.add_argument("--plan", help="the plan (default: the one prepare packed the folder for)")
     s.add_argument("--run-dir", **run_dir)
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a recipe override for every stage (training.train --set), repeatable")
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         prepare.main(args)
     elif args.command == "start":
         from training.lease.run import start
-        start(Path(args.folder), run_dir, Path(args.plan), args.set, args.check_imports)
+        start(Path(args.folder), run_dir, Path(args.plan) if args.plan else None, args.set, args.check_imports)
     elif args.command == "wait":
         from training.lease.run import wait
         return wait(run_dir, args.minutes)

@@ -2,10 +2,11 @@
 
     m2: [wi_locness/ABC.train.gold.bea19.m2, ...]     the M2 files prepare packs
     stages:                                           run in order by the detached recipe
-      - {name: t5-pre, config: configs/lease-t5-pretrain.yaml, minutes: 7}
-      - {name: t5-ft, config: ..., init_from: t5-pre, minutes: 4}     init_from: that stage's best/
+      - {name: t5-pre, config: configs/lease-t5-continue.yaml, minutes: 2.5}
+      - {name: t5-ft, config: ..., init_from: t5-pre, minutes: 1.5}   init_from: that stage's best/
     bundle: {t5: [t5-ft, t5-pre], edit5: [edit5]}    the first stage with a best/ ships
-    waits: 2, wait_minutes: 9                         the wait calls prepare prints
+    one_call: true                                    start, wait, collect in one device call
+    waits: 1, wait_minutes: 7                         the wait calls prepare prints
 """
 
 from __future__ import annotations

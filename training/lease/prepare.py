@@ -169,19 +169,26 @@ def prepare(folder: Path, plan_path: Path, data: Path | None = None, wheels: lis
 
 
 def device_calls(folder: Path, plan: dict) -> str:
-    """The device tool's calls, in order, and the join here."""
+    """The device tool's calls, in order, and the join here. A plan with ``one_call`` runs start,
+    its wait and collect in one call: the machine goes back 30 s after a call, and a lease of 15
+    minutes cannot afford a second machine start if the next call comes late."""
     inside = folder.resolve().is_relative_to(REPO_ROOT)
     rel = folder.resolve().relative_to(REPO_ROOT) if inside else folder  # carry names repository paths
     env = "PYTHONUNBUFFERED=1 python3 -m training.lease"
-    calls = [
-        ("start: unpack, install the wheels, start the recipe detached, return",
-         {"command": f"{env} start --folder {rel}", "carry": [str(rel)], "timeout_s": 300}),
-        *[(f"wait {i + 1}: follow the log (returns early when the recipe ends)",
-           {"command": f"{env} wait --minutes {plan['wait_minutes']}", "carry": [str(rel)], "timeout_s": 600})
-          for i in range(plan["waits"])],
-        ("collect: stop what still runs, ship, dev loss, shards + manifest into $OUT",
-         {"command": f'{env} collect --out "$OUT"', "carry": [str(rel)], "timeout_s": 480}),
-    ]
+    start, collect = f"{env} start --folder {rel}", f'{env} collect --out "$OUT"'
+    wait = f"{env} wait --minutes {plan['wait_minutes']}"
+    if plan.get("one_call"):
+        calls = [("start, wait, collect in one call: unpack, train, ship, dev loss, shards + manifest into $OUT",
+                  {"command": f"{start} && {wait}; {collect}", "carry": [str(rel)], "timeout_s": 600})]
+    else:
+        calls = [
+            ("start: unpack, install the wheels, start the recipe detached, return",
+             {"command": start, "carry": [str(rel)], "timeout_s": 300}),
+            *[(f"wait {i + 1}: follow the log (returns early when the recipe ends)",
+               {"command": wait, "carry": [str(rel)], "timeout_s": 600}) for i in range(plan["waits"])],
+            ("collect: stop what still runs, ship, dev loss, shards + manifest into $OUT",
+             {"command": collect, "carry": [str(rel)], "timeout_s": 480}),
+        ]
     # every call carries the folder: a call that does not would remove it there (the recipe reads
     # runs/lease/, which start unpacked and the calls keep, but a stage must never find it gone)
     lines = ["Device calls, in order (the run tool; leave `kind` out), each right after the last:"]
@@ -189,7 +196,7 @@ def device_calls(folder: Path, plan: dict) -> str:
         lines.insert(0, f"note: {folder} is outside the repository, which is all a call carries")
     for n, (what, call) in enumerate(calls, 1):
         lines += [f"  {n}. {what}", f"     run {json.dumps(call)}"]
-    lines += ["Then here, with the files_at folder the collect call's reply names:",
+    lines += ["Then give the machine back (give_back), and here, with the files_at folder the last call's reply names:",
               "  python -m training.lease join FILES_AT runs/lease-bundle"]
     return "\n".join(lines)
 

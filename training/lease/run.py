@@ -97,7 +97,7 @@ def unpack(folder: Path, run_dir: Path) -> None:
                         "--no-cache-dir", "--upgrade", "--target", str(run_dir / "site"), *found], check=True)
 
 
-def start(folder: Path, run_dir: Path, plan_path: Path, sets: list[str], check_imports: bool) -> dict:
+def start(folder: Path, run_dir: Path, plan_path: Path | None, sets: list[str], check_imports: bool) -> dict:
     status = read_json(run_dir / "status.json")
     if status.get("state") == "running" and alive(status.get("pid")):
         print(f"the recipe already runs (pid {status['pid']}, stage {status.get('stage')})")
@@ -105,6 +105,7 @@ def start(folder: Path, run_dir: Path, plan_path: Path, sets: list[str], check_i
     if not (folder / "prepared.json").is_file():
         raise EditspecError(f"{folder} holds no prepared lease (run `python -m training.lease prepare` here, "
                             f"and name the folder in the call's carry)")
+    plan_path = plan_path or Path(read_json(folder / "prepared.json")["plan"])  # what prepare packed for
     run_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
     unpack(folder, run_dir)
