@@ -120,9 +120,18 @@ def test_gpu_lease_default_plan_is_one_call_from_the_shipped_t5(tmp_path):
              if line.strip().startswith("run {")]
     assert len(calls) == 1 and calls[0]["timeout_s"] <= 600 and len(calls[0]["command"]) <= 2000
     assert [w for w in calls[0]["command"].split() if w in ("start", "wait", "collect")] == ["start", "wait", "collect"]
-    assert plan["wait_minutes"] + 1 < 10 and sum(s["minutes"] for s in plan["stages"]) < plan["wait_minutes"]
+    # the call's 600 s hold start (~30 s), the wait, and collect (its 60 s stop grace, shipping, dev loss)
+    assert plan["wait_minutes"] * 60 + 150 <= 600 and sum(s["minutes"] for s in plan["stages"]) < plan["wait_minutes"]
     first = yaml.safe_load((REPO_ROOT / plan["stages"][0]["config"]).read_text())
     assert (REPO_ROOT / first["model"]["init_from"] / "model.safetensors").is_file()
+
+
+def test_gpu_lease_start_refuses_a_folder_without_a_plan(tmp_path, capsys):
+    (tmp_path / "prepared.json").write_text("{}")
+    assert lease(["start", "--folder", str(tmp_path), "--run-dir", str(tmp_path / "run")]) == 2
+    assert "names no plan" in capsys.readouterr().err
+    assert lease(["start", "--folder", str(tmp_path), "--run-dir", str(tmp_path / "run"), "--plan", "nope.yaml"]) == 2
+    assert "cannot read lease plan" in capsys.readouterr().err and not (tmp_path / "run" / "recipe.log").exists()
 
 
 def test_gpu_lease_import_guard_refuses_what_the_machine_lacks():

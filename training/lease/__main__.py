@@ -2,8 +2,8 @@
 
     python -m training.lease prepare                        # here: .lease/ and the device calls
     python3 -m training.lease start                         # device, carry [".lease"]
-    python3 -m training.lease wait --minutes 9              # device, repeated
-    python3 -m training.lease collect --out "$OUT"          # device
+    python3 -m training.lease wait --minutes 7              # device (the plan's wait_minutes)
+    python3 -m training.lease collect --out "$OUT"          # device; prepare prints these as one call
     python -m training.lease join FILES_AT runs/lease-bundle    # here
 
 Each command imports its module when it runs: ``start`` runs before the carried wheels are
@@ -49,7 +49,7 @@ def parser() -> argparse.ArgumentParser:
 
     w = sub.add_parser("wait", help="device: follow the recipe's log")
     w.add_argument("--run-dir", **run_dir)
-    w.add_argument("--minutes", type=float, default=9.0)
+    w.add_argument("--minutes", type=float, default=7.0, help="at most this long (default 7: the 15-minute plan's)")
 
     c = sub.add_parser("collect", help="device: ship, evaluate, write shards and manifest")
     c.add_argument("--run-dir", **run_dir)

@@ -5,8 +5,8 @@
       - {name: t5-pre, config: configs/lease-t5-continue.yaml, minutes: 2.5}
       - {name: t5-ft, config: ..., init_from: t5-pre, minutes: 1.5}   init_from: that stage's best/
     bundle: {t5: [t5-ft, t5-pre], edit5: [edit5]}    the first stage with a best/ ships
-    one_call: true                                    start, wait, collect in one device call
-    waits: 1, wait_minutes: 7                         the wait calls prepare prints
+    one_call: true, wait_minutes: 7                   start, one wait, collect in one device call
+    waits: 2, wait_minutes: 9                         or: separate calls, `waits` wait calls (30-minute plan)
 """
 
 from __future__ import annotations

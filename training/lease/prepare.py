@@ -179,7 +179,10 @@ def device_calls(folder: Path, plan: dict) -> str:
     wait = f"{env} wait --minutes {plan['wait_minutes']}"
     if plan.get("one_call"):
         calls = [("start, wait, collect in one call: unpack, train, ship, dev loss, shards + manifest into $OUT",
-                  {"command": f"{start} && {wait}; {collect}", "carry": [str(rel)], "timeout_s": 600})]
+                  # collect even when the recipe failed (it ships what the stages saved), never when
+                  # start failed (a warm machine could still hold an earlier run); wait's failure is the exit code
+                  {"command": f"{start} && {{ {wait}; w=$?; {collect} && exit $w; }}", "carry": [str(rel)],
+                   "timeout_s": 600})]
     else:
         calls = [
             ("start: unpack, install the wheels, start the recipe detached, return",

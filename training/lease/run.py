@@ -105,7 +105,11 @@ def start(folder: Path, run_dir: Path, plan_path: Path | None, sets: list[str], 
     if not (folder / "prepared.json").is_file():
         raise EditspecError(f"{folder} holds no prepared lease (run `python -m training.lease prepare` here, "
                             f"and name the folder in the call's carry)")
-    plan_path = plan_path or Path(read_json(folder / "prepared.json")["plan"])  # what prepare packed for
+    packed = read_json(folder / "prepared.json").get("plan")
+    if plan_path is None and packed is None:
+        raise EditspecError(f"{folder}/prepared.json names no plan: run `python -m training.lease prepare` again")
+    plan_path = plan_path or Path(packed)  # what prepare packed the folder for
+    load_plan(plan_path)  # a plan that cannot load fails here, not in the detached recipe
     run_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
     unpack(folder, run_dir)
