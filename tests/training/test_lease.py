@@ -15,7 +15,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-import yaml
 
 from editspec.cli import main as editspec_main
 from tests.helpers import sentences
@@ -25,6 +24,7 @@ from training.lease.plan import REPO_ROOT, load_plan
 from training.lease.prepare import device_calls
 from training.lease.run import read_json
 from training.lease.shards import MAX_FILE, MAX_FILES
+from training.train import load_config
 
 TINY = [  # every stage: a tiny T5 (still a 12-layer encoder), a few steps; the plan's minutes stay a cap
     "model.config.d_model=32", "model.config.d_kv=8", "model.config.d_ff=64", "model.config.num_heads=4",
@@ -122,7 +122,7 @@ def test_gpu_lease_default_plan_is_one_call_from_the_shipped_t5(tmp_path):
     assert [w for w in calls[0]["command"].split() if w in ("start", "wait", "collect")] == ["start", "wait", "collect"]
     # the call's 600 s hold start (~30 s), the wait, and collect (its 60 s stop grace, shipping, dev loss)
     assert plan["wait_minutes"] * 60 + 150 <= 600 and sum(s["minutes"] for s in plan["stages"]) < plan["wait_minutes"]
-    first = yaml.safe_load((REPO_ROOT / plan["stages"][0]["config"]).read_text())
+    first = load_config(REPO_ROOT / plan["stages"][0]["config"], plan["stages"][0].get("set", []))
     assert (REPO_ROOT / first["model"]["init_from"] / "model.safetensors").is_file()
 
 

@@ -2,7 +2,8 @@
 
     m2: [wi_locness/ABC.train.gold.bea19.m2, ...]     the M2 files prepare packs
     stages:                                           run in order by the detached recipe
-      - {name: t5-pre, config: configs/lease-t5-continue.yaml, minutes: 2.5}
+      - {name: t5-pre, config: configs/lease-t5-pretrain.yaml, minutes: 2.5,
+         set: [model.init_from=editspec/models/default/t5, ...]}     set: that stage's --set overrides
       - {name: t5-ft, config: ..., init_from: t5-pre, minutes: 1.5}   init_from: that stage's best/
     bundle: {t5: [t5-ft, t5-pre], edit5: [edit5]}    the first stage with a best/ ships
     one_call: true, wait_minutes: 7                   start, one wait, collect in one device call
@@ -33,6 +34,8 @@ def load_plan(path: Path) -> dict:
     if not names or len(set(names)) != len(names):
         raise EditspecError(f"lease plan {path}: stages need distinct names")
     for s in plan["stages"]:
+        if not all(isinstance(x, str) and "=" in x for x in s.get("set", [])):
+            raise EditspecError(f"lease plan {path}: stage {s['name']}'s set needs KEY=VALUE strings")
         if s.get("init_from") not in (None, *names[:names.index(s["name"])]):
             raise EditspecError(f"lease plan {path}: stage {s['name']} starts from {s['init_from']}, not an earlier stage")
     for kind, stages in plan.get("bundle", {}).items():

@@ -142,7 +142,7 @@ def stage_command(run_dir: Path, stage: dict, sets: list[str], carried: list[str
                 "--output-dir", str(run_dir / stage["name"]), "--set", f"train.max_minutes={stage['minutes']}"]
     if stage.get("init_from"):
         command += ["--init-from", str(run_dir / stage["init_from"] / "best")]
-    return command + [a for s in sets for a in ("--set", s)]
+    return command + [a for s in [*stage.get("set", []), *sets] for a in ("--set", s)]  # the call's sets win
 
 
 def recipe(run_dir: Path) -> int:
