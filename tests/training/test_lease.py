@@ -15,8 +15,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import torch
+from safetensors.torch import load_file
 
 from editspec.cli import main as editspec_main
+from editspec.errors import EditspecError
 from tests.helpers import sentences
 from training.lease.__main__ import PLAN, main as lease
 from training.lease.imports import DeviceOnly
@@ -124,6 +127,37 @@ def test_gpu_lease_default_plan_is_one_call_from_the_shipped_t5(tmp_path):
     assert plan["wait_minutes"] * 60 + 150 <= 600 and sum(s["minutes"] for s in plan["stages"]) < plan["wait_minutes"]
     first = load_config(REPO_ROOT / plan["stages"][0]["config"], plan["stages"][0].get("set", []))
     assert (REPO_ROOT / first["model"]["init_from"] / "model.safetensors").is_file()
+
+
+def test_gpu_lease_heads_plan_ships_them_beside_the_shipped_t5(tmp_path, data):
+    """Issue 42's plan: heads on the shipped T5's frozen encoder; the bundle's T5 is the shipped one,
+    tensor for tensor (a repository model directory in the plan's bundle), the heads sit on it."""
+    folder, run_dir, out, bundle = tmp_path / ".lease", tmp_path / "run", tmp_path / "OUT", tmp_path / "bundle"
+    assert lease(["prepare", "--folder", str(folder), "--data-dir", str(data), "--wheel", str(probe_wheel(tmp_path)),
+                  "--m2-sentences", "100", "--wiki-sentences", "500", "--plan", "configs/lease-gpu-heads.yaml"]) == 0
+    assert lease(["start", "--folder", str(folder), "--run-dir", str(run_dir), "--check-imports",
+                  *[a for s in TINY for a in ("--set", s)]]) == 0
+    assert lease(["wait", "--run-dir", str(run_dir), "--minutes", "2.5"]) == 0
+    assert read_json(run_dir / "status.json")["done"] == ["heads"], (run_dir / "recipe.log").read_text()[-3000:]
+    assert lease(["collect", "--run-dir", str(run_dir), "--out", str(out)]) == 0
+    manifest = json.loads((out / "lease-manifest.json").read_text())
+    assert manifest["eval"]["edit5"]["stage"] == "heads" and "t5" not in manifest["eval"]  # the T5 was not trained
+    assert lease(["join", str(out), str(bundle)]) == 0
+    shipped = load_file(REPO_ROOT / "editspec/models/default/t5/model.safetensors")
+    joined = load_file(bundle / "t5" / "model.safetensors")
+    assert shipped.keys() == joined.keys() and all(torch.equal(shipped[k], joined[k]) for k in shipped)
+    assert json.loads((bundle / "edit5" / "config.json").read_text())["t5_encoder"] == "../t5"
+    (tmp_path / "in.txt").write_text("She go to school yesterday.\n")
+    assert editspec_main(["correct", "--model", str(bundle), "--mode", "edit5", "--no-progress",
+                          str(tmp_path / "in.txt"), "-o", str(tmp_path / "out.txt")]) in (0, None)
+    assert len((tmp_path / "out.txt").read_text().splitlines()) == 1
+
+
+def test_gpu_lease_plan_refuses_an_unknown_bundle_entry(tmp_path):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("stages: [{name: a, config: x.yaml, minutes: 1}]\nbundle: {t5: [editspec/models/none]}\n")
+    with pytest.raises(EditspecError, match="unknown stages or model directories"):
+        load_plan(plan)
 
 
 def test_gpu_lease_start_refuses_a_folder_without_a_plan(tmp_path, capsys):

@@ -2,9 +2,10 @@
 
 1. a recipe still running is stopped (its stages keep their best/ and checkpoints);
 2. the bundle is shipped in bf16 (``training.ship``) from the first stage of each of the plan's
-   ``bundle`` lists that has a best/: runs/lease/bundle/{t5,edit5,tokenizer}, corrector_config.json
-   (the shipped bundle's run-time settings);
-3. the dev loss of each shipped model, on the GPU (the stages' dev set); dev F0.5 needs ERRANT,
+   ``bundle`` lists that has a best/, or from a model directory of the repository that a list names
+   (the shipped T5 under heads trained on its encoder): runs/lease/bundle/{t5,edit5,tokenizer},
+   corrector_config.json (the shipped bundle's run-time settings);
+3. the dev loss of each model a stage trained, on the GPU (the stages' dev set); dev F0.5 needs ERRANT,
    which only the CPU machine has: ``python -m eval...`` there after ``join``;
 4. ``shards.split`` into $OUT, the manifest carrying the dev losses and the stages' last log
    entries, and the logs as lease-logs.tar.xz::
@@ -28,7 +29,7 @@ from editspec.data.corpora import data_dir as default_data_dir
 from editspec.modeling.loading import DEFAULT_MODEL
 from editspec.modeling.t5 import default_device
 from editspec.tokenization.tokens import load_tokenizer
-from training.lease.plan import REPO_ROOT, load_plan
+from training.lease.plan import REPO_ROOT, load_plan, repo_model
 from training.lease.run import environment, read_json, stop
 from training.lease.shards import check_sizes, split
 from training.train import ModelKind, build_dev, load_config
@@ -37,21 +38,21 @@ LOGS = "lease-logs.tar.xz"
 
 
 def ship(run_dir: Path, plan: dict, carried: list[str] | None) -> dict[str, str]:
-    """Ship the bundle into run_dir/bundle; {kind: stage shipped}."""
+    """Ship the bundle into run_dir/bundle; {kind: the stage or repository model directory shipped}."""
     bundle = run_dir / "bundle"
     shutil.rmtree(bundle, ignore_errors=True)
     shipped = {}
-    for kind in ("t5", "edit5"):
-        stage = next((s for s in plan.get("bundle", {}).get(kind, []) if (run_dir / s / "best" / "config.json").is_file()),
-                     None)
-        if stage is None:
-            print(f"[collect] no {kind} to ship: none of {plan.get('bundle', {}).get(kind, [])} has a best/")
+    for kind in ("t5", "edit5"):  # the T5 first: an EdiT5 on its encoder ships only beside it
+        entries = plan.get("bundle", {}).get(kind, [])
+        sources = [repo_model(e) or run_dir / e / "best" for e in entries]
+        src = next((path for path in sources if (path / "config.json").is_file()), None)
+        if src is None:
+            print(f"[collect] no {kind} to ship: none of {entries} has a best/")
             continue
         guard = ["--guard", ",".join(carried)] if carried is not None else []
         subprocess.run([sys.executable, "-m", "training.lease", "exec", *guard, "training.ship",
-                        str(run_dir / stage / "best"), str(bundle / kind)], check=True, cwd=REPO_ROOT,
-                       env=environment(run_dir))
-        shipped[kind] = stage
+                        str(src), str(bundle / kind)], check=True, cwd=REPO_ROOT, env=environment(run_dir))
+        shipped[kind] = src.parent.name if src.name == "best" else str(src.relative_to(REPO_ROOT))
     if "t5" in shipped:
         load_tokenizer(bundle / "t5").save_pretrained(bundle / "tokenizer")
         shutil.copy(DEFAULT_MODEL / "corrector_config.json", bundle / "corrector_config.json")
@@ -98,7 +99,7 @@ def collect(run_dir: Path, out: Path) -> dict:
     device = default_device()
     data = default_data_dir(run_dir / "data")
     evaluation = {kind: {"stage": stage, **dev_loss(run_dir / "bundle" / kind, run_dir / stage, data, device)}
-                  for kind, stage in shipped.items()}
+                  for kind, stage in shipped.items() if not repo_model(stage)}  # a repository model: as it was
     evaluation["note"] = ("dev F0.5 needs ERRANT (spaCy), which the GPU machine lacks: measure it on the CPU "
                           "machine after `python -m training.lease join`")
     (run_dir / "eval.json").write_text(json.dumps(evaluation, indent=1) + "\n")

@@ -5,7 +5,10 @@
       - {name: t5-pre, config: configs/lease-t5-pretrain.yaml, minutes: 2.5,
          set: [model.init_from=editspec/models/default/t5, ...]}     set: that stage's --set overrides
       - {name: t5-ft, config: ..., init_from: t5-pre, minutes: 1.5}   init_from: that stage's best/
-    bundle: {t5: [t5-ft, t5-pre], edit5: [edit5]}    the first stage with a best/ ships
+    bundle: {t5: [t5-ft, t5-pre], edit5: [edit5]}    the first stage with a best/ ships; an entry may
+                                                      also be a model directory of the repository
+                                                      (editspec/models/default/t5): EdiT5 heads
+                                                      trained on the shipped T5's encoder ship beside it
     one_call: true, wait_minutes: 7                   start, one wait, collect in one device call
     waits: 2, wait_minutes: 9                         or: separate calls, `waits` wait calls (30-minute plan)
 """
@@ -39,6 +42,13 @@ def load_plan(path: Path) -> dict:
         if s.get("init_from") not in (None, *names[:names.index(s["name"])]):
             raise EditspecError(f"lease plan {path}: stage {s['name']} starts from {s['init_from']}, not an earlier stage")
     for kind, stages in plan.get("bundle", {}).items():
-        if kind not in ("t5", "edit5") or not set(stages) <= set(names):
-            raise EditspecError(f"lease plan {path}: bundle.{kind} names unknown stages {stages}")
+        unknown = [s for s in stages if s not in names and not repo_model(s)]
+        if kind not in ("t5", "edit5") or unknown:
+            raise EditspecError(f"lease plan {path}: bundle.{kind} names unknown stages or model directories {unknown}")
     return plan
+
+
+def repo_model(entry: str) -> Path | None:
+    """A bundle entry that is a model directory of the repository (it travels with every call), or None."""
+    path = REPO_ROOT / entry
+    return path if "/" in entry and (path / "config.json").is_file() else None
