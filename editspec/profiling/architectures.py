@@ -13,6 +13,21 @@ after "She", so its one-layer decoder runs 3 steps (<extra_id_1>, "went", EOS), 
 checks both: a different number of steps, or other edits than the gold ones, is an error.
 These numbers are marked ``forced-length``; the modes of trained models are ``trained``.
 Architectures take turns batch by batch, after ``warmup`` untimed batches, as the modes do.
+
+Each T5 also verifies drafts, its choices forced to the gold target (``Oracle``: the LM head's
+logits of every fed token are replaced by the gold next token's one-hot, after the real
+computation), so the verifier passes a draft needs are those of a T5 whose greedy output is the
+gold target. Two drafts per T5 (rows ``t5-base+gold`` and ``t5-base+copy``)::
+
+    gold   the gold target itself: what an edit model that drafts T5's output exactly gives;
+           its drafting cost is the EdiT5 heads' (``edit5-base`` latency minus its encoder,
+           when they sit on the verifier's encoder)
+    copy   the source with resync and the output's n-grams (``speculative-copy``'s drafter)
+
+"She go to school yesterday ." -> "She went to school yesterday .": the gold draft is accepted
+whole in one pass (+ one pass for nothing when the window is shorter than the target); the copy
+proposes "go", is rejected after "She", the verifier's own "went" re-joins the source and the
+next pass accepts the rest: 2 passes. Fluency rewrites (JFLEG) break the copy far more often.
 """
 
 from __future__ import annotations
@@ -25,9 +40,11 @@ from tqdm import tqdm
 from transformers import T5Config, T5ForConditionalGeneration
 
 from editspec.errors import EditspecError
-from editspec.decoding import core
+from editspec.decoding import core, drafters
+from editspec.decoding.window import WindowPolicy
 from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
 from editspec.profiling.clock import Clock, Recorder, Sample
+from editspec.profiling.drafters import TimedDrafter
 from editspec.data.features import model_inputs
 from editspec.profiling.data import batches
 from editspec.profiling.stats import median, summarize, summary
@@ -80,6 +97,45 @@ def gold_edit5(batch_rows, edits_rows, d_model: int, device, dtype):
     return tags.to(device, dtype), query.to(device, dtype), key.to(device, dtype)
 
 
+class Oracle(drafters.Drafter):
+    """A drafter's proposals, remembered pass by pass (which sentence each row decodes, how far it
+    is, how many tokens it drafts), so that ``force`` can replace the verifier's logits by the gold
+    target's next tokens: T5 at its real size, but greedy output = the gold target."""
+
+    def __init__(self, inner: drafters.Drafter, targets: Sequence[Sequence[int]]):
+        self.inner, self.targets, self.rows = inner, targets, []
+
+    def prepare(self, sources, eos):
+        self.inner.prepare(sources, eos)
+        self.eos, self.rows = eos, []
+
+    def encoded(self, indices, input_ids, attention_mask, hidden, encoder):
+        self.inner.encoded(indices, input_ids, attention_mask, hidden, encoder)
+
+    def propose(self, index, output, limit):
+        draft = list(self.inner.propose(index, output, limit))[:limit]
+        draft = draft[: draft.index(self.eos) + 1] if self.eos in draft else draft  # as the core cuts it
+        self.rows.append((index, len(output), len(draft)))
+        return draft
+
+    def finish(self, index, output):
+        self.inner.finish(index, output)
+
+    def force(self, logits: torch.Tensor) -> torch.Tensor:
+        """The LM head's logits [T, vocab] of one pass -> one-hot of each fed token's gold successor."""
+        gold = []
+        for index, done, drafted in self.rows:  # the pending token, then the draft: positions done ...
+            target = list(self.targets[index]) + [self.eos]
+            gold += [target[min(done + j, len(target) - 1)] for j in range(drafted + 1)]
+        if len(gold) != logits.shape[0]:
+            raise RuntimeError(f"forced verification: {len(gold)} gold tokens for {logits.shape[0]} fed")
+        self.rows = []
+        return torch.full_like(logits, -1e4).scatter_(1, torch.tensor(gold, device=logits.device)[:, None], 0.0)
+
+
+DRAFTS = ("gold", "copy")  # the drafts each T5 verifies (``Oracle``)
+
+
 def profile_architectures(sources: list[str], targets: list[str], tokenizer, device, dtype=None,
                           batch_size: int = 1, warmup: int = 5, names: Sequence[str] | None = None,
                           sizes: dict | None = None, max_ids: int = 127, progress: bool = False) -> dict:
@@ -105,15 +161,46 @@ def profile_architectures(sources: list[str], targets: list[str], tokenizer, dev
     rows.sort(key=lambda r: -len(r[1]))
     groups = batches(rows, batch_size)
     models = {name: random_architecture(name, tokenizer, device, dtype, sizes) for name in names}
+    runs = names + [f"{n}+{d}" for n in names if models[n][0] == "t5" for d in DRAFTS]
     clock = Clock(torch.device(device))
-    samples: dict[str, list[Sample]] = {name: [] for name in names}
-    forced: dict[str, list[int]] = {name: [] for name in names}
+    samples: dict[str, list[Sample]] = {name: [] for name in runs}
+    forced: dict[str, list[int]] = {name: [] for name in runs}
 
     def no_eos(logits):
         logits[..., eos] = float("-inf")
         return logits
 
+    def verify(name, group):
+        """T5 ``name`` verifying the draft ``name``'s suffix names, forced to the gold targets."""
+        base, draft = name.split("+")
+        model = models[base][1]
+        targets = [r[2] for r in group]
+        inner = drafters.Follow(targets) if draft == "gold" else drafters.Mix(drafters.Copy(), drafters.Ngram())
+        oracle = Oracle(inner, targets)
+        WindowPolicy.measured(model, len(group))  # the window's cost model: measured once (kept), untimed
+        rec = Recorder(clock)
+        rec.time_module(model.encoder, "encoder")
+        rec.wrap(core.Decoder, "forward", "step")
+        rec.override(model.lm_head, oracle.force)
+        try:
+            clock.sync()
+            start = clock.stamp()
+            outputs, stats = core.generate(model, [r[1] for r in group], len(group), TimedDrafter(oracle, rec),
+                                           max_new_tokens=[len(r[2]) + 1 for r in group])
+            end = clock.stamp()
+            clock.sync()
+        finally:
+            rec.close()
+        if outputs != targets:
+            raise RuntimeError(f"{name}: forced verification decoded other tokens than the gold targets")
+        spec = {"proposed": sum(stats.proposed), "accepted": sum(stats.accepted), "tokens": sum(stats.tokens),
+                "row_passes": sum(stats.row_passes)}
+        return Sample(clock.ms(start, end), rec.total("encoder"), rec.durations("step"), rec.total("draft"),
+                      outputs, [True] * len(outputs), stats.windows, spec), stats.passes
+
     def run(name, group):
+        if "+" in name:
+            return verify(name, group)
         kind, model = models[name]
         ids, mask = model_inputs([r[1] for r in group], eos, pad_id, device)
         rec = Recorder(clock)
@@ -157,12 +244,12 @@ def profile_architectures(sources: list[str], targets: list[str], tokenizer, dev
                       [True] * len(outputs)), steps
 
     for group in (groups * (warmup // max(1, len(groups)) + 1))[:warmup]:
-        for name in names:
+        for name in runs:
             run(name, group)
     bar = tqdm(total=len(groups), desc="profiling", unit="batch", file=sys.stderr, dynamic_ncols=True,
                disable=not progress)
     for group in groups:
-        for name in names:
+        for name in runs:
             sample, steps = run(name, group)
             samples[name].append(sample)
             forced[name].append(steps)
@@ -171,11 +258,12 @@ def profile_architectures(sources: list[str], targets: list[str], tokenizer, dev
 
     report = {}
     base = median(summary([s.latency for s in samples["t5-base"]])) if "t5-base" in samples else None
-    for name in names:
-        kind, model = models[name]
+    for name in runs:
+        kind, model = models[name.split("+")[0]]
         entry = summarize(samples[name], None, "forced-length", None)
-        entry.pop("identical_to_t5"), entry.pop("acceptance_rate"), entry.pop("speedup_vs_t5")
-        entry.pop("output_tokens"), entry.pop("tokens_per_pass", None)
+        entry.pop("identical_to_t5"), entry.pop("speedup_vs_t5"), entry.pop("output_tokens")
+        if "+" not in name:
+            entry.pop("acceptance_rate"), entry.pop("tokens_per_pass", None)
         entry["speedup_vs_t5_base"] = base / entry["latency_ms"]["median"] if base else None
         entry["forced_steps"] = summary(forced[name])
         entry["kind"] = kind

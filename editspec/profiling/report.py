@@ -32,6 +32,49 @@ def write_report(out: Path, report: dict, raw: dict | None) -> None:
     plots(out, report, raw)
 
 
+def drafts_at_real_sizes(arch: dict, unit: str) -> list[str]:
+    """The forced speculative rows (``T5+gold``, ``T5+copy``): where an edit model's draft pays.
+    An edit model drafting on the verifier's own encoder costs its heads: the EdiT5 of the same
+    size, latency minus encoder."""
+    rows = [n for n in arch if "+" in n]
+    if not rows:
+        return []
+    lines = [
+        "### Drafts at real sizes (verifier forced to the gold target)", "",
+        "The T5's choices are forced to the gold target (its logits replaced after the real computation), "
+        "so passes are those a T5 whose greedy output is the gold target needs. `gold`: the target as "
+        "the draft (an edit model that drafts the T5's output exactly); `copy`: the source with resync "
+        "and n-grams. Heads: the same-size EdiT5's latency minus its encoder (its heads on the "
+        f"verifier's encoder). ms per {unit}, medians.", "",
+        "| verifier + draft | latency | passes | decoder | acceptance | tokens/pass | + heads | with heads |",
+        "|---|" + "---:|" * 7,
+    ]
+    for name in rows:
+        e = arch[name]
+        base, draft = name.split("+")
+        heads = heads_ms(arch, base) if draft == "gold" else None
+        latency = e["latency_ms"]["median"]
+        lines.append("| " + " | ".join([
+            f"`{name}`", _f(latency), _f(median(e["decoder_steps"]), 1), _f(median(e["decoder_ms"])),
+            _f(e.get("acceptance_rate"), 3), _f(e.get("tokens_per_pass")), _f(heads),
+            _f(latency + heads if heads is not None else None)]) + " |")
+    lines.append("")
+    for base in dict.fromkeys(n.split("+")[0] for n in rows):
+        gold, copy, heads = arch.get(f"{base}+gold"), arch.get(f"{base}+copy"), heads_ms(arch, base)
+        if gold and copy and heads is not None:
+            g, c = gold["latency_ms"]["median"] + heads, copy["latency_ms"]["median"]
+            lines.append(f"- {base}: a perfect edit-model draft {'pays' if g < c else 'does not pay'}: "
+                         f"{_f(g)} ms with its heads against {_f(c)} ms for the copy ({c / g:.2f}×)")
+    lines.append("")
+    return lines
+
+
+def heads_ms(arch: dict, t5_name: str) -> float | None:
+    """Median latency minus median encoder of the EdiT5 of ``t5_name``'s size (t5-base -> edit5-base)."""
+    e = arch.get(t5_name.replace("t5-", "edit5-", 1))
+    return e["latency_ms"]["median"] - median(e["encoder_ms"]) if e else None
+
+
 def _f(x, digits: int = 2) -> str:
     if x is None:
         return "–"
@@ -134,7 +177,7 @@ def markdown(report: dict) -> str:
             "| speedup vs t5-base |",
             "|---|" + "---:|" * 8,
         ]
-        for name, e in arch.items():
+        for name, e in ((n, e) for n, e in arch.items() if "+" not in n):
             lines.append("| " + " | ".join([
                 f"`{name}`", f"{e['parameters'] / 1e6:.0f}M", _f(e["latency_ms"]["median"]),
                 _f(median(e["encoder_ms"])), _f(median(e["decoder_step_ms"]), 3), _f(median(e["decoder_steps"]), 1),
@@ -148,6 +191,7 @@ def markdown(report: dict) -> str:
                     paper = " (the paper's GPU case study: 14.5×)" if big == "t5-base" else ""
                     lines.append(f"- median decoder time {big} / {small}: {a / b:.1f}×{paper}")
         lines.append("")
+        lines += drafts_at_real_sizes(arch, unit)
     files = (["latency_breakdown.png", "latency_vs_length.png", "accepted_per_pass.png"] if modes else []) \
         + (["architectures.png"] if arch else [])
     lines += ["Plots: " + ", ".join(f"`{f}`" for f in files) + ".", ""]

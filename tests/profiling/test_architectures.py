@@ -4,7 +4,10 @@ to the gold lengths."""
 import pytest
 import torch
 
-from editspec.profiling.architectures import profile_architectures, random_architecture
+from editspec.decoding import drafters
+from editspec.profiling.architectures import Oracle, profile_architectures, random_architecture
+from editspec.profiling.report import markdown
+from tests.profiling.test_report import HEAD
 from editspec.tokenization.edits import convert
 from editspec.tokenization.tokens import encode, marker_ids
 
@@ -39,3 +42,32 @@ def test_random_architecture_has_the_named_size(tokenizer):
     assert kind == "edit5" and model.config.d_model == 32 and model.config.num_decoder_layers == 1
     assert next(model.parameters()).dtype == torch.float64 and not model.training
     assert model.config.vocab_size >= len(tokenizer)
+
+
+def test_forced_verification_decodes_the_gold_targets_from_either_draft(tokenizer):
+    """Each T5 verifies two drafts with its choices forced to the gold target (the run checks the
+    output is the target, token for token): the gold draft is all accepted, the copy is not where
+    the target differs from the source, and neither takes more passes than greedy takes steps."""
+    sources = ["She go to school yesterday.", "I like the music.", "They played football with friends!"]
+    targets = ["She went to school yesterday.", "I like music very much.", "They played football with friends!"]
+    for batch_size in (1, 2):
+        report = profile_architectures(sources, targets, tokenizer, "cpu", torch.float32, warmup=1,
+                                       batch_size=batch_size, sizes=TINY_ARCHITECTURES)
+        assert set(report) == {"t5-base", "edit5-base", "t5-base+gold", "t5-base+copy"}
+        gold, copy = report["t5-base+gold"], report["t5-base+copy"]
+        assert gold["acceptance_rate"] == 1.0 and copy["acceptance_rate"] < 1.0
+        for e in (gold, copy):
+            assert e["decoder_steps"]["mean"] < report["t5-base"]["decoder_steps"]["mean"]
+            assert e["draft_ms"]["n"] == e["decoder_steps"]["n"]
+    md = markdown({**HEAD, "batch_size": 2, "modes": {}, "architectures": report})
+    assert "| `t5-base+gold` |" in md and "- t5-base: a perfect edit-model draft" in md
+
+
+def test_oracle_refuses_a_pass_it_did_not_see(tokenizer):
+    oracle = Oracle(drafters.Follow([[5, 6]]), [[5, 6]])
+    oracle.prepare([[7, 8]], tokenizer.eos_token_id)
+    assert oracle.propose(0, [], 4) == [5, 6, tokenizer.eos_token_id]
+    forced = oracle.force(torch.zeros(4, 10))  # the pending token, then 3 drafted
+    assert forced.argmax(-1).tolist() == [5, 6, tokenizer.eos_token_id, tokenizer.eos_token_id]
+    with pytest.raises(RuntimeError, match="gold tokens"):
+        oracle.force(torch.zeros(4, 10))  # no proposal since the last pass

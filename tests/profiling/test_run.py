@@ -86,7 +86,7 @@ def test_batches_and_refusals(bundle, dev_m2, tmp_path, monkeypatch):
     assert "batch" in modes["hf-assisted"]["reason"]
     assert modes["speculative"]["identical_to_t5"] == modes["hf-greedy"]["identical_to_t5"] == 1.0
     assert modes["t5"]["decoder_steps"]["n"] == 3  # batches of 2, 2, 1
-    assert set(report["architectures"]) == set(TINY_ARCHITECTURES)
+    assert set(report["architectures"]) == {*TINY_ARCHITECTURES, "t5-base+gold", "t5-base+copy"}
     assert (out / "architectures.png").stat().st_size > 0
     trace = json.loads((out / "trace-t5.json").read_text())
     names = {event.get("name") for event in trace["traceEvents"]}
