@@ -24,10 +24,12 @@ gold target. Two drafts per T5 (rows ``t5-base+gold`` and ``t5-base+copy``)::
            when they sit on the verifier's encoder)
     copy   the source with resync and the output's n-grams (``speculative-copy``'s drafter)
 
-"She go to school yesterday ." -> "She went to school yesterday .": the gold draft is accepted
-whole in one pass (+ one pass for nothing when the window is shorter than the target); the copy
-proposes "go", is rejected after "She", the verifier's own "went" re-joins the source and the
-next pass accepts the rest: 2 passes. Fluency rewrites (JFLEG) break the copy far more often.
+"She go to school yesterday ." -> "She went to school yesterday .", with a window of 8 draft
+tokens a pass: the gold draft is accepted whole in one pass (7 tokens with EOS: all fit); the copy
+proposes "go ...", is rejected after "She", the verifier's own "went" re-joins the source and the
+next pass accepts the rest: 2 passes. The window is the decoding core's (``WindowPolicy``, from
+the verifier's measured pass costs), the same for both drafts. Fluency rewrites (JFLEG) break
+the copy far more often. Forcing costs a [tokens, vocab] fill per pass, small against a pass.
 """
 
 from __future__ import annotations
@@ -185,8 +187,8 @@ def profile_architectures(sources: list[str], targets: list[str], tokenizer, dev
         try:
             clock.sync()
             start = clock.stamp()
-            outputs, stats = core.generate(model, [r[1] for r in group], len(group), TimedDrafter(oracle, rec),
-                                           max_new_tokens=[len(r[2]) + 1 for r in group])
+            outputs, stats = core.generate(model, [list(r[1]) + [eos] for r in group], len(group),
+                                           TimedDrafter(oracle, rec), max_new_tokens=[len(r[2]) + 1 for r in group])
             end = clock.stamp()
             clock.sync()
         finally:

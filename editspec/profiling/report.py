@@ -71,7 +71,7 @@ def drafts_at_real_sizes(arch: dict, unit: str) -> list[str]:
 
 def heads_ms(arch: dict, t5_name: str) -> float | None:
     """Median latency minus median encoder of the EdiT5 of ``t5_name``'s size (t5-base -> edit5-base)."""
-    e = arch.get(t5_name.replace("t5-", "edit5-", 1))
+    e = arch.get("edit5-" + t5_name[3:]) if t5_name.startswith("t5-") else None
     return e["latency_ms"]["median"] - median(e["encoder_ms"]) if e else None
 
 

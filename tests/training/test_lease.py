@@ -115,10 +115,11 @@ def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsy
     assert "sha256" in capsys.readouterr().err
 
 
-def test_gpu_lease_default_plan_is_one_call_from_the_shipped_t5(tmp_path):
-    """The 15-minute plan: start, wait and collect in one call under the 10-minute call limit, and
+@pytest.mark.parametrize("path", [PLAN, "configs/lease-gpu-heads.yaml"])
+def test_gpu_lease_15_minute_plans_are_one_call_from_the_shipped_t5(path):
+    """The 15-minute plans: start, wait and collect in one call under the 10-minute call limit, and
     stage 1 starts from the shipped T5 (a from-scratch T5 cannot reach it in a few minutes)."""
-    plan = load_plan(Path(PLAN))
+    plan = load_plan(Path(path))
     calls = [json.loads(line.split("run ", 1)[1]) for line in device_calls(REPO_ROOT / ".lease", plan).splitlines()
              if line.strip().startswith("run {")]
     assert len(calls) == 1 and calls[0]["timeout_s"] <= 600 and len(calls[0]["command"]) <= 2000
@@ -155,9 +156,12 @@ def test_gpu_lease_heads_plan_ships_them_beside_the_shipped_t5(tmp_path, data):
 
 def test_gpu_lease_plan_refuses_an_unknown_bundle_entry(tmp_path):
     plan = tmp_path / "plan.yaml"
-    plan.write_text("stages: [{name: a, config: x.yaml, minutes: 1}]\nbundle: {t5: [editspec/models/none]}\n")
-    with pytest.raises(EditspecError, match="unknown stages or model directories"):
-        load_plan(plan)
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text("{}")  # a model, but not one the package ships (travels)
+    for entry in ("editspec/models/none", str(tmp_path / "m"), "b"):  # b: no stage either
+        plan.write_text(f"stages: [{{name: a, config: x.yaml, minutes: 1}}]\nbundle: {{t5: [{entry}]}}\n")
+        with pytest.raises(EditspecError, match="unknown stages or model directories"):
+            load_plan(plan)
 
 
 def test_gpu_lease_start_refuses_a_folder_without_a_plan(tmp_path, capsys):

@@ -47,7 +47,7 @@ def ship(run_dir: Path, plan: dict, carried: list[str] | None) -> dict[str, str]
         sources = [repo_model(e) or run_dir / e / "best" for e in entries]
         src = next((path for path in sources if (path / "config.json").is_file()), None)
         if src is None:
-            print(f"[collect] no {kind} to ship: none of {entries} has a best/")
+            print(f"[collect] no {kind} to ship: none of {entries} has a best/ or is a shipped model")
             continue
         guard = ["--guard", ",".join(carried)] if carried is not None else []
         subprocess.run([sys.executable, "-m", "training.lease", "exec", *guard, "training.ship",

@@ -6,7 +6,7 @@
          set: [model.init_from=editspec/models/default/t5, ...]}     set: that stage's --set overrides
       - {name: t5-ft, config: ..., init_from: t5-pre, minutes: 1.5}   init_from: that stage's best/
     bundle: {t5: [t5-ft, t5-pre], edit5: [edit5]}    the first stage with a best/ ships; an entry may
-                                                      also be a model directory of the repository
+                                                      also be a model directory the package ships
                                                       (editspec/models/default/t5): EdiT5 heads
                                                       trained on the shipped T5's encoder ship beside it
     one_call: true, wait_minutes: 7                   start, one wait, collect in one device call
@@ -48,7 +48,11 @@ def load_plan(path: Path) -> dict:
     return plan
 
 
+SHIPPED = "editspec/models/"  # model directories a bundle entry may name: the package's own, tracked
+
+
 def repo_model(entry: str) -> Path | None:
-    """A bundle entry that is a model directory of the repository (it travels with every call), or None."""
+    """A bundle entry that names a model directory the package ships (tracked, so it travels with
+    every call, unlike runs/), or None."""
     path = REPO_ROOT / entry
-    return path if "/" in entry and (path / "config.json").is_file() else None
+    return path if entry.startswith(SHIPPED) and (path / "config.json").is_file() else None
