@@ -2,6 +2,7 @@
 
     python -m training.ship runs/t5-small/best editspec/models/default/t5
     python -m training.ship runs/edit5-small/best editspec/models/default/edit5
+    python -m training.ship T5_SRC BUNDLE/t5 EDIT5_SRC BUNDLE/edit5     # several, in order, one process
 
 bf16 halves the size (the issue caps the shipped pair at 60 MB); loaders compute in fp32.
 The training metadata (training.json: step, dev score, max_length) travels with the weights.
@@ -48,30 +49,36 @@ def bundle_encoder(model: EdiT5Model, dest: Path) -> str:
     return "../t5"
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("src", type=Path)
-    p.add_argument("dest", type=Path)
-    args = p.parse_args()
-    model_type = checkpoint_type(args.src)  # "t5" or "edit5", a one-line error for anything else
+def ship(src: Path, dest: Path) -> None:
+    model_type = checkpoint_type(src)  # "t5" or "edit5", a one-line error for anything else
     cls = T5ForConditionalGeneration if model_type == "t5" else EdiT5Model
-    model = cls.from_pretrained(args.src, dtype=torch.float32).to(torch.bfloat16)
-    kept = keep_run_time(args.dest, model.config)
+    model = cls.from_pretrained(src, dtype=torch.float32).to(torch.bfloat16)
+    kept = keep_run_time(dest, model.config)
     if getattr(model.config, "t5_encoder", None):
-        model.config.t5_encoder = bundle_encoder(model, args.dest)
-    tmp = args.dest.with_name(args.dest.name + ".tmp")
+        model.config.t5_encoder = bundle_encoder(model, dest)
+    tmp = dest.with_name(dest.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)
-    load_tokenizer(args.src).save_pretrained(tmp)
-    if (args.src / "training.json").exists():
-        shutil.copy(args.src / "training.json", tmp / "training.json")
-    shutil.rmtree(args.dest, ignore_errors=True)
-    tmp.rename(args.dest)
-    size = sum(f.stat().st_size for f in args.dest.iterdir()) / 1e6
+    load_tokenizer(src).save_pretrained(tmp)
+    if (src / "training.json").exists():
+        shutil.copy(src / "training.json", tmp / "training.json")
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp.rename(dest)
+    size = sum(f.stat().st_size for f in dest.iterdir()) / 1e6
     print(f"shipped {model_type} ({sum(p.numel() for p in model.parameters()) / 1e6:.1f}M "
-          f"parameters) to {args.dest}: {size:.1f} MB"
+          f"parameters) to {dest}: {size:.1f} MB"
           + (f"; kept its run-time settings {kept}" if kept else ""))
 
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("paths", type=Path, nargs="+", metavar="SRC DEST",
+                   help="a trained model directory and where it ships; several pairs ship in order")
+    args = p.parse_args()
+    if len(args.paths) % 2:
+        p.error("give SRC DEST pairs")
+    for src, dest in zip(args.paths[::2], args.paths[1::2]):
+        ship(src, dest)
 
 if __name__ == "__main__":
     main()

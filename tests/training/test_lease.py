@@ -18,10 +18,15 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from transformers import T5ForConditionalGeneration
+
 from editspec.cli import main as editspec_main
+from editspec.modeling.modeling_edit5 import EdiT5Model
+from editspec.tokenization.tokens import load_tokenizer, marker_ids
 from editspec.errors import EditspecError
 from tests.helpers import sentences
 from training.lease.__main__ import PLAN, main as lease
+from training.lease.collect import ship
 from training.lease.imports import DeviceOnly
 from training.lease.plan import REPO_ROOT, load_plan
 from training.lease.prepare import device_calls
@@ -130,28 +135,25 @@ def test_gpu_lease_15_minute_plans_are_one_call_from_the_shipped_t5(path):
     assert (REPO_ROOT / first["model"]["init_from"] / "model.safetensors").is_file()
 
 
-def test_gpu_lease_heads_plan_ships_them_beside_the_shipped_t5(tmp_path, data):
-    """Issue 42's plan: heads on the shipped T5's frozen encoder; the bundle's T5 is the shipped one,
-    tensor for tensor (a repository model directory in the plan's bundle), the heads sit on it."""
-    folder, run_dir, out, bundle = tmp_path / ".lease", tmp_path / "run", tmp_path / "OUT", tmp_path / "bundle"
-    assert lease(["prepare", "--folder", str(folder), "--data-dir", str(data), "--wheel", str(probe_wheel(tmp_path)),
-                  "--m2-sentences", "100", "--wiki-sentences", "500", "--plan", "configs/lease-gpu-heads.yaml"]) == 0
-    assert lease(["start", "--folder", str(folder), "--run-dir", str(run_dir), "--check-imports",
-                  *[a for s in TINY for a in ("--set", s)]]) == 0
-    assert lease(["wait", "--run-dir", str(run_dir), "--minutes", "2.5"]) == 0
-    assert read_json(run_dir / "status.json")["done"] == ["heads"], (run_dir / "recipe.log").read_text()[-3000:]
-    assert lease(["collect", "--run-dir", str(run_dir), "--out", str(out)]) == 0
-    manifest = json.loads((out / "lease-manifest.json").read_text())
-    assert manifest["eval"]["edit5"]["stage"] == "heads" and "t5" not in manifest["eval"]  # the T5 was not trained
-    assert lease(["join", str(out), str(bundle)]) == 0
-    shipped = load_file(REPO_ROOT / "editspec/models/default/t5/model.safetensors")
+def test_gpu_lease_collect_ships_heads_beside_the_shipped_t5(tmp_path):
+    """Issue 42's plan (configs/lease-gpu-heads.yaml): its bundle's T5 is the shipped one, a
+    repository model directory, shipped tensor for tensor; the heads a stage trained on its encoder
+    (here fresh ones, saved as training saves them) ship beside it and load on it."""
+    shipped_dir = REPO_ROOT / "editspec/models/default/t5"
+    t5 = T5ForConditionalGeneration.from_pretrained(shipped_dir, dtype=torch.float32)
+    best = tmp_path / "run" / "heads" / "best"
+    EdiT5Model.on_t5(t5, t5_encoder=str(shipped_dir), marker_ids=marker_ids(load_tokenizer(shipped_dir))).save_pretrained(best)
+    load_tokenizer(shipped_dir).save_pretrained(best)
+    plan = load_plan(Path("configs/lease-gpu-heads.yaml"))
+    assert ship(tmp_path / "run", plan, None) == {"t5": "editspec/models/default/t5", "edit5": "heads"}
+    bundle = tmp_path / "run" / "bundle"
+    shipped = load_file(shipped_dir / "model.safetensors")
     joined = load_file(bundle / "t5" / "model.safetensors")
     assert shipped.keys() == joined.keys() and all(torch.equal(shipped[k], joined[k]) for k in shipped)
     assert json.loads((bundle / "edit5" / "config.json").read_text())["t5_encoder"] == "../t5"
-    (tmp_path / "in.txt").write_text("She go to school yesterday.\n")
-    assert editspec_main(["correct", "--model", str(bundle), "--mode", "edit5", "--no-progress",
-                          str(tmp_path / "in.txt"), "-o", str(tmp_path / "out.txt")]) in (0, None)
-    assert len((tmp_path / "out.txt").read_text().splitlines()) == 1
+    heads = EdiT5Model.from_pretrained(bundle / "edit5")  # reads the encoder of the T5 beside it
+    assert torch.equal(heads.encoder.block[0].layer[0].SelfAttention.q.weight,
+                       joined["encoder.block.0.layer.0.SelfAttention.q.weight"].to(heads.dtype))
 
 
 def test_gpu_lease_plan_refuses_an_unknown_bundle_entry(tmp_path):

@@ -259,15 +259,14 @@ def test_edit5_heads_learn_on_a_t5_encoder_that_stays_the_t5s(tmp_path, data_dir
     # shipped beside its T5, it names the bundle's T5, and a Corrector runs one encoder for both
     with pytest.raises(SystemExit, match="ship that T5"):
         ship_main(out / "best", tmp_path / "bundle" / "edit5")
-    ship_main(tmp_path / "t5", tmp_path / "bundle" / "t5")
-    ship_main(out / "best", tmp_path / "bundle" / "edit5")
+    ship_main(tmp_path / "t5", tmp_path / "bundle" / "t5", out / "best", tmp_path / "bundle" / "edit5")  # in order
     assert EdiT5Model.from_pretrained(tmp_path / "bundle" / "edit5").config.t5_encoder == "../t5"
     corrector = Corrector.from_pretrained(tmp_path / "bundle", device="cpu")
     assert corrector.mode == "speculative" and corrector.edit5.encoder is corrector.t5.encoder
 
 
-def ship_main(src: Path, dest: Path) -> None:
-    with mock.patch.object(sys, "argv", ["ship.py", str(src), str(dest)]):
+def ship_main(*paths: Path) -> None:
+    with mock.patch.object(sys, "argv", ["ship.py", *map(str, paths)]):
         ship.main()
 
 

@@ -41,7 +41,7 @@ def ship(run_dir: Path, plan: dict, carried: list[str] | None) -> dict[str, str]
     """Ship the bundle into run_dir/bundle; {kind: the stage or repository model directory shipped}."""
     bundle = run_dir / "bundle"
     shutil.rmtree(bundle, ignore_errors=True)
-    shipped = {}
+    shipped, pairs = {}, []
     for kind in ("t5", "edit5"):  # the T5 first: an EdiT5 on its encoder ships only beside it
         entries = plan.get("bundle", {}).get(kind, [])
         sources = [repo_model(e) or run_dir / e / "best" for e in entries]
@@ -49,10 +49,12 @@ def ship(run_dir: Path, plan: dict, carried: list[str] | None) -> dict[str, str]
         if src is None:
             print(f"[collect] no {kind} to ship: none of {entries} has a best/ or is a shipped model")
             continue
-        guard = ["--guard", ",".join(carried)] if carried is not None else []
-        subprocess.run([sys.executable, "-m", "training.lease", "exec", *guard, "training.ship",
-                        str(src), str(bundle / kind)], check=True, cwd=REPO_ROOT, env=environment(run_dir))
+        pairs += [str(src), str(bundle / kind)]
         shipped[kind] = src.parent.name if src.name == "best" else str(src.relative_to(REPO_ROOT))
+    if pairs:  # one process ships them all (importing torch and transformers takes seconds)
+        guard = ["--guard", ",".join(carried)] if carried is not None else []
+        subprocess.run([sys.executable, "-m", "training.lease", "exec", *guard, "training.ship", *pairs],
+                       check=True, cwd=REPO_ROOT, env=environment(run_dir))
     if "t5" in shipped:
         load_tokenizer(bundle / "t5").save_pretrained(bundle / "tokenizer")
         shutil.copy(DEFAULT_MODEL / "corrector_config.json", bundle / "corrector_config.json")
