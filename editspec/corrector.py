@@ -343,7 +343,7 @@ class Corrector:
         sentences faster (``drafters.Cheapest``), mixed with the output's own earlier n-grams
         where they match better (a looping row)."""
         if self.edit5 is None:  # a T5 alone: the source is the draft
-            return drafters.Mix(drafters.Copy(), drafters.Ngram())
+            return drafters.copy_draft()
         if self.shared_vocab:  # EdiT5 reads T5's input ids; the source is the other candidate
             return drafters.speculative(self.edit5, self.markers, self.draft_costs, self.t5,
                                         min(self.batch_size, len(encoded)))

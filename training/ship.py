@@ -80,5 +80,6 @@ def main() -> None:
     for src, dest in zip(args.paths[::2], args.paths[1::2]):
         ship(src, dest)
 
+
 if __name__ == "__main__":
     main()

@@ -64,6 +64,10 @@ class SpecStats:
     def empty(cls, n: int) -> "SpecStats":
         return cls([0] * n, [0] * n, [0] * n, [0] * n)
 
+    def totals(self) -> dict[str, int]:
+        """The per-sentence counts summed over the call."""
+        return {k: sum(getattr(self, k)) for k in ("proposed", "accepted", "tokens", "row_passes")}
+
     @property
     def acceptance_rate(self) -> float:
         """Accepted / proposed draft tokens (0.0 when nothing was proposed)."""

@@ -325,12 +325,17 @@ class Cheapest(Drafter):
 CANDIDATES = ("edit5", "copy")  # the speculative mode's drafters, in ``DraftCosts`` order
 
 
+def copy_draft() -> Mix:
+    """The source as the draft, mixed with the output's own n-grams (a looping row)."""
+    return Mix(Copy(), Ngram())
+
+
 def speculative(edit5, markers: Sequence[int], costs: DraftCosts, verifier, slots: int) -> Cheapest:
     """The speculative mode's drafter (``Corrector``, ``editspec profile``): the cheaper, as
     measured, of EdiT5's output and the source, each mixed with the output's own n-grams; a pass
     costs what the core's cost model measured for ``verifier`` at ``slots`` rows, shared by them."""
     policy = WindowPolicy.measured(verifier, slots)
-    return Cheapest([Mix(EdiT5(edit5, markers), Ngram()), Mix(Copy(), Ngram())], costs,
+    return Cheapest([Mix(EdiT5(edit5, markers), Ngram()), copy_draft()], costs,
                     lambda width: policy.cost(width) / slots)
 
 

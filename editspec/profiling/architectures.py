@@ -177,7 +177,7 @@ def profile_architectures(sources: list[str], targets: list[str], tokenizer, dev
         base, draft = name.split("+")
         model = models[base][1]
         targets = [r[2] for r in group]
-        inner = drafters.Follow(targets) if draft == "gold" else drafters.Mix(drafters.Copy(), drafters.Ngram())
+        inner = drafters.Follow(targets) if draft == "gold" else drafters.copy_draft()
         oracle = Oracle(inner, targets)
         WindowPolicy.measured(model, len(group))  # the window's cost model: measured once (kept), untimed
         rec = Recorder(clock)
@@ -195,10 +195,8 @@ def profile_architectures(sources: list[str], targets: list[str], tokenizer, dev
             rec.close()
         if outputs != targets:
             raise RuntimeError(f"{name}: forced verification decoded other tokens than the gold targets")
-        spec = {"proposed": sum(stats.proposed), "accepted": sum(stats.accepted), "tokens": sum(stats.tokens),
-                "row_passes": sum(stats.row_passes)}
         return Sample(clock.ms(start, end), rec.total("encoder"), rec.durations("step"), rec.total("draft"),
-                      outputs, [True] * len(outputs), stats.windows, spec), stats.passes
+                      outputs, [True] * len(outputs), stats.windows, stats.totals()), stats.passes
 
     def run(name, group):
         if "+" in name:

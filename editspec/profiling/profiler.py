@@ -153,8 +153,7 @@ class Profiler:
         finally:
             rec.close()
         if timed is not None:
-            spec = {"proposed": sum(stats.proposed), "accepted": sum(stats.accepted),
-                    "tokens": sum(stats.tokens), "row_passes": sum(stats.row_passes)}
+            spec = stats.totals()
         if mode == "edit5":
             steps = rec.steps("step", end_of_decoder)
             finished = [True] * len(outputs)
@@ -180,7 +179,7 @@ class Profiler:
         if mode == "speculative-edit5":  # EdiT5's draft, or the output's own n-grams
             return drafters.Mix(drafters.EdiT5(self.edit5, self.markers), drafters.Ngram())
         if mode == "speculative-copy":
-            return drafters.Mix(drafters.Copy(), drafters.Ngram())
+            return drafters.copy_draft()
         return drafters.Follow(reference)  # speculative-perfect
 
     def _speculative(self, batch: Batch, drafter: drafters.Drafter):

@@ -44,13 +44,13 @@ def ship(run_dir: Path, plan: dict, carried: list[str] | None) -> dict[str, str]
     shipped, pairs = {}, []
     for kind in ("t5", "edit5"):  # the T5 first: an EdiT5 on its encoder ships only beside it
         entries = plan.get("bundle", {}).get(kind, [])
-        sources = [repo_model(e) or run_dir / e / "best" for e in entries]
-        src = next((path for path in sources if (path / "config.json").is_file()), None)
-        if src is None:
+        sources = {e: repo_model(e) or run_dir / e / "best" for e in entries}
+        entry = next((e for e, src in sources.items() if (src / "config.json").is_file()), None)
+        if entry is None:
             print(f"[collect] no {kind} to ship: none of {entries} has a best/ or is a shipped model")
             continue
-        pairs += [str(src), str(bundle / kind)]
-        shipped[kind] = src.parent.name if src.name == "best" else str(src.relative_to(REPO_ROOT))
+        shipped[kind] = entry
+        pairs += [str(sources[entry]), str(bundle / kind)]
     if pairs:  # one process ships them all (importing torch and transformers takes seconds)
         guard = ["--guard", ",".join(carried)] if carried is not None else []
         subprocess.run([sys.executable, "-m", "training.lease", "exec", *guard, "training.ship", *pairs],
