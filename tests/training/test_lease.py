@@ -32,7 +32,7 @@ from training.lease.plan import REPO_ROOT, load_plan
 from training.lease.prepare import device_calls
 from training.lease.run import read_json
 from training.lease.shards import MAX_FILE, MAX_FILES
-from training.train import load_config
+from training.config import load_config
 
 TINY = [  # every stage: a tiny T5 (still a 12-layer encoder), a few steps; the plan's minutes stay a cap
     "model.config.d_model=32", "model.config.d_kv=8", "model.config.d_ff=64", "model.config.num_heads=4",

@@ -28,6 +28,7 @@ from editspec.tokenization.tokens import load_tokenizer, marker_ids
 from tests.helpers import sentences
 from training import average, ship
 from training import data_mixture as dm
+from training import budget, config, data, models
 from training import train as T
 
 REPO = Path(__file__).resolve().parents[2]
@@ -145,10 +146,10 @@ def test_tiny_t5_learns_and_exports_best(tmp_path, data_dir, tokenizer_dir):
     assert best["step"] == min((e for e in entries if "dev_loss" in e), key=lambda e: e["dev_loss"])["step"]
     assert len(tok) == model.config.vocab_size
     # ... and it is the trained model: its dev loss, computed as training computes it, is the logged one
-    kind, cfg = T.ModelKind("t5"), T.load_config(TINY, [f"model.tokenizer={tokenizer_dir}"])
+    kind, cfg = models.ModelKind("t5"), config.load_config(TINY, [f"model.tokenizer={tokenizer_dir}"])
     total = n = 0
     with torch.no_grad():
-        for examples in T.build_dev(cfg, kind, tok, data_dir)["batches"]:
+        for examples in data.build_dev(cfg, kind, tok, data_dir)["batches"]:
             total += float(model.eval()(**kind.collate(examples, tok.pad_token_id)).loss) * len(examples)
             n += len(examples)
     assert n == 40 and total / n == pytest.approx(min(dev_losses), rel=1e-4)
@@ -205,9 +206,9 @@ def test_two_process_ddp_on_cpu(tmp_path, data_dir, tokenizer_dir):
     assert (ckpt / "random_states_0.pkl").is_file() and (ckpt / "random_states_1.pkl").is_file()
     state = json.loads((ckpt / "state.json").read_text())
     # the data position is that of 8 global batches: 2 processes x 4 steps
-    cfg = T.load_config(TINY, [f"model.tokenizer={tokenizer_dir}"])
-    kind = T.ModelKind("t5")
-    mixture = T.build_mixture(cfg, kind, load_tokenizer(tokenizer_dir), data_dir, lambda msg: None)
+    cfg = config.load_config(TINY, [f"model.tokenizer={tokenizer_dir}"])
+    kind = models.ModelKind("t5")
+    mixture = data.build_mixture(cfg, kind, load_tokenizer(tokenizer_dir), data_dir, lambda msg: None)
     _, position = list(itertools.islice(mixture.batches(), 8))[-1]
     assert state["step"] == 4 and state["position"] == position.state_dict()
     run(tmp_path / "single", data_dir, tokenizer_dir, "--max-steps", "4", "--set", "train.grad_accum=2",
@@ -277,7 +278,7 @@ def test_init_from_a_bf16_checkpoint_trains_fp32_with_the_recipes_dropout(tmp_pa
     t5 = T5ForConditionalGeneration(T5Config(vocab_size=len(tok), d_model=48, d_kv=12, d_ff=96, num_layers=2,
                                              num_decoder_layers=2, num_heads=4, dropout_rate=0.0))
     t5.to(torch.bfloat16).save_pretrained(tmp_path / "t5")
-    model = T.ModelKind("t5").build({"init_from": str(tmp_path / "t5"),
+    model = models.ModelKind("t5").build({"init_from": str(tmp_path / "t5"),
                                      "config": {"d_model": 256, "dropout_rate": 0.1}}, tok)
     assert model.dtype == torch.float32
     assert model.config.d_model == 48 and model.config.dropout_rate == 0.1
@@ -289,7 +290,7 @@ def test_param_groups_speed_up_relative_position_biases():
     """Relative attention biases get their own lr (and no decay); every parameter is in one group."""
     model = T5ForConditionalGeneration(T5Config(vocab_size=64, d_model=16, d_kv=4, d_ff=32, num_layers=1,
                                                 num_decoder_layers=1, num_heads=2))
-    groups = T.param_groups(model, lr=1e-3, weight_decay=0.01, position_bias_lr_scale=10)
+    groups = models.param_groups(model, lr=1e-3, weight_decay=0.01, position_bias_lr_scale=10)
     ids = [sorted(id(p) for p in g["params"]) for g in groups]
     assert sorted(i for g in ids for i in g) == sorted(id(p) for p in model.parameters())
     position = [g for g in groups if g["lr"] == pytest.approx(1e-2)]
@@ -304,7 +305,7 @@ def test_position_prior_points_heads_at_neighbours():
     """Encoder head 0 then attends mostly to the previous token and head 1 to the next one."""
     model = T5ForConditionalGeneration(T5Config(vocab_size=64, d_model=16, d_kv=4, d_ff=32, num_layers=1,
                                                 num_decoder_layers=1, num_heads=2)).eval()
-    assert T.add_position_prior(model, 8.0) == 2
+    assert models.add_position_prior(model, 8.0) == 2
     attention = model.encoder.block[0].layer[0].SelfAttention
     bias = attention.compute_bias(6, 6)[0]  # (heads, query, key)
     queries = torch.arange(1, 5)
@@ -318,11 +319,11 @@ def test_config_reads_exponent_floats(tmp_path):
     """PyYAML (YAML 1.1) alone reads `1e-3` as the string '1e-3'; AdamW would then fail on lr * scale."""
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text("train:\n  lr: 3e-4\n  weight_decay: 1E-2\n", encoding="utf-8")
-    cfg = T.load_config(recipe, ["train.warmup_steps=10", "train.max_grad_norm=-5e-1", "model.tokenizer=1e5x"])
+    cfg = config.load_config(recipe, ["train.warmup_steps=10", "train.max_grad_norm=-5e-1", "model.tokenizer=1e5x"])
     assert cfg["train"]["lr"] == 3e-4 and cfg["train"]["weight_decay"] == 0.01
     assert cfg["train"]["max_grad_norm"] == -0.5 and isinstance(cfg["train"]["warmup_steps"], int)
     assert cfg["model"]["tokenizer"] == "1e5x"
-    assert T.load_config(TINY, ["train.lr=7e-4"])["train"]["lr"] == pytest.approx(7e-4)
+    assert config.load_config(TINY, ["train.lr=7e-4"])["train"]["lr"] == pytest.approx(7e-4)
 
 
 def test_average_is_the_elementwise_mean_and_loads(tmp_path):
@@ -373,7 +374,7 @@ def test_fit_schedule_ends_the_decay_with_the_time_budget():
         opt.step()
         sched.step()
     # 50 steps in 25 s (2 steps/s) and 100 s of a 300 s budget spent: 400 more steps
-    total = T.fit_schedule(sched, step=50, seconds=100, rate_steps=50, rate_seconds=25, budget_seconds=300,
+    total = budget.fit_schedule(sched, step=50, seconds=100, rate_steps=50, rate_seconds=25, budget_seconds=300,
                            max_steps=100_000, make=make)
     assert total == 450
     other = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=1e-3)
@@ -383,7 +384,7 @@ def test_fit_schedule_ends_the_decay_with_the_time_budget():
         opt.step()
         sched.step()
     assert sched.last_epoch == 450 and opt.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
-    assert T.fit_schedule(sched, 50, 100, 50, 25, 300, max_steps=200, make=make) == 200  # capped
+    assert budget.fit_schedule(sched, 50, 100, 50, 25, 300, max_steps=200, make=make) == 200  # capped
 
 
 def test_time_budget_stops_a_run_and_exports(tmp_path, data_dir, tokenizer_dir):
@@ -404,7 +405,7 @@ def test_synthetic_parts_feed_more_workers_than_shards_in_the_same_order(tmp_pat
     spec = {"name": "synthetic", "type": "synthetic", "path": "wiki", "shards": [0, 1], "parts": 2}
 
     def first(workers: int, n: int = 100) -> list:
-        source = T.synthetic_source(spec, tmp_path, T.ModelKind("t5"), tokenizer_dir, 64, 0, workers)
+        source = data.synthetic_source(spec, tmp_path, models.ModelKind("t5"), tokenizer_dir, 64, 0, workers)
         return [ex["labels"] for ex in itertools.islice(source.stream(0), n)]
 
     serial = first(0)
@@ -420,7 +421,7 @@ def test_respell_passes_sources_through_the_spelling_step(tmp_path):
     (tmp_path / "pairs.tsv").write_text("I recieve your leter.\tI receive your letter.\nFine.\tFine.\n",
                                         encoding="utf-8")
     spec = {"type": "parallel", "path": "pairs.tsv"}
-    plain, respelled = T.read_pairs(spec, tmp_path), T.read_pairs({**spec, "respell": True}, tmp_path)
+    plain, respelled = data.read_pairs(spec, tmp_path), data.read_pairs({**spec, "respell": True}, tmp_path)
     assert plain["source"] == ["I recieve your leter.", "Fine."]
     assert respelled["source"] == ["I receive your letter.", "Fine."] and respelled["target"] == plain["target"]
 
@@ -430,7 +431,7 @@ def test_reverse_turns_the_pairs_around_for_an_error_model(tmp_path):
     error model for training/back_translate.py); respelling it as well is refused."""
     (tmp_path / "pairs.tsv").write_text("I recieve your leter.\tI receive your letter.\n", encoding="utf-8")
     spec = {"type": "parallel", "path": "pairs.tsv"}
-    reversed_ = T.read_pairs({**spec, "reverse": True}, tmp_path)
+    reversed_ = data.read_pairs({**spec, "reverse": True}, tmp_path)
     assert reversed_["source"] == ["I receive your letter."] and reversed_["target"] == ["I recieve your leter."]
     with pytest.raises(SystemExit, match="respell and reverse"):
-        T.read_pairs({**spec, "reverse": True, "respell": True}, tmp_path)
+        data.read_pairs({**spec, "reverse": True, "respell": True}, tmp_path)

@@ -32,7 +32,9 @@ from editspec.tokenization.tokens import load_tokenizer
 from training.lease.plan import REPO_ROOT, load_plan, repo_model
 from training.lease.run import environment, read_json, stop
 from training.lease.shards import check_sizes, split
-from training.train import ModelKind, build_dev, load_config
+from training.config import load_config
+from training.data import build_dev
+from training.models import ModelKind
 
 LOGS = "lease-logs.tar.xz"
 

@@ -1,0 +1,58 @@
+"""What a run keeps: its resumable state, checkpoints, exported model directories, the EMA."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import torch
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+
+from training.data_mixture import Position
+
+
+class TrainState:
+    """Step, data position, pairs seen and best score: saved with each checkpoint via accelerate."""
+
+    def __init__(self):
+        self.step, self.position, self.best, self.best_step, self.examples = 0, Position(), None, None, 0
+
+    def state_dict(self) -> dict:
+        return {"step": self.step, "position": self.position.state_dict(), "best": self.best,
+                "best_step": self.best_step, "examples": self.examples}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.step, self.position = int(state["step"]), Position.from_state(state["position"])
+        self.best, self.best_step = state["best"], state["best_step"]
+        self.examples = int(state.get("examples", 0))
+
+
+def checkpoints(out: Path) -> list[Path]:
+    """Complete checkpoints (``state.json`` is written last), oldest first."""
+    found = [p for p in (out / "checkpoints").glob("step-*") if (p / "state.json").is_file()]
+    return sorted(found, key=lambda p: int(p.name.split("-")[1]))
+
+
+def batch_hash(ids: list[list[str]]) -> str:
+    """A short hash of the examples' ids of one step's batches (the recipe's order, checked by tests)."""
+    return hashlib.sha1("|".join(",".join(b) for b in ids).encode()).hexdigest()[:16]
+
+
+def export(model: torch.nn.Module, tok, dest: Path, info: dict) -> None:
+    """``dest``: model + tokenizer + training.json, replaced whole (written beside, then renamed)."""
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    tok.save_pretrained(tmp)
+    (tmp / "training.json").write_text(json.dumps(info) + "\n")
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp.rename(dest)
+
+
+def ema_of(model: torch.nn.Module, decay: float | None) -> AveragedModel | None:
+    """An exponential moving average of the trainable weights (torch's own), or None."""
+    if not decay:
+        return None
+    return AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(float(decay)), use_buffers=False)

@@ -1,0 +1,275 @@
+"""Training data: sources -> mixture -> length-bucketed batches -> padded tensors, ready for the loop.
+
+    sources     m2 / parallel files (featurized once, ``datasets`` cache) and synthetic errors in
+                Wikipedia shards (made endlessly by worker processes, ``data.workers``)
+    mixture     ``training.data_mixture.Mixture``: weighted draws, pools sorted by length and cut
+                into token-budget batches, a resumable position
+    tensors     ``Ready``: each batch padded (``ModelKind.collate``), its token counts taken on the
+                host (no device sync in the loop), optionally the edit mask of its labels
+
+With ``data.workers`` > 0 all of that runs in a loader process (``loader_process``), which hands
+the loop ready numpy arrays through a queue ``data.prefetch`` batches deep: the loop's own process
+only copies them to the device and steps. A lease measured the loop, not the GPU, setting the
+pace when the main process pooled, sorted and padded itself (reports/models.md). With no workers
+(tests, CPU runs) the same generator runs in-process: the batches are the same either way.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import itertools
+import multiprocessing as mp
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import datasets
+import numpy as np
+import torch
+
+from editspec.data import corpora
+from editspec.data.corpora import evenly_spaced
+from editspec.text.spelling import respell_all
+from editspec.tokenization.tokens import load_tokenizer
+from training.data_mixture import Batching, MapSource, Mixture, Position, ShardedStream
+from training.config import resolve
+from training.models import ModelKind
+from training.synthetic.pairs import WIKI_DIR, shard_files, synthetic_pairs
+
+
+def featurized_rows(dataset, kind: ModelKind, tok, max_length: int):
+    """Map a (source, target) dataset to model features; pairs the features skip are dropped."""
+
+    def fn(batch):
+        feats = [f for f in kind.featurize_batch(tok, batch["source"], batch["target"], max_length) if f]
+        keys = feats[0].keys() if feats else ()
+        return {k: [f[k] for f in feats] for k in keys}
+
+    was_enabled = datasets.utils.logging.is_progress_bar_enabled()
+    datasets.disable_progress_bars()
+    try:
+        return dataset.map(fn, batched=True, batch_size=1000, remove_columns=dataset.column_names)
+    finally:
+        if was_enabled:
+            datasets.enable_progress_bars()
+
+
+def read_pairs(spec: dict, data_dir: Path):
+    """The (source, target) dataset of a map-style source spec; with ``respell``, the sources as
+    ``Corrector`` hands them to a model after its spelling step."""
+    kind = spec.get("type", "m2")
+    path = lambda key: str(data_dir / spec[key])  # noqa: E731
+    if kind == "m2":
+        pairs = corpora.read_m2(path("path"), annotator=spec.get("annotator", 0),
+                                detokenized=spec.get("detokenized", True))
+    elif kind == "parallel":  # a TSV file (path) or two line-aligned files (source, target)
+        if "path" in spec:
+            pairs = corpora.read_parallel(path("path"), detokenized=spec.get("detokenized", False))
+        else:
+            pairs = corpora.read_parallel(path("source"), path("target"), detokenized=spec.get("detokenized", False))
+    else:
+        raise SystemExit(f"unknown data source type {kind!r} (m2, parallel or synthetic)")
+    if spec.get("respell") and spec.get("reverse"):
+        raise SystemExit(f"data source {spec.get('name', kind)}: respell and reverse together (respell the "
+                         "back-translated pairs instead)")
+    if spec.get("respell"):
+        pairs = pairs.remove_columns("source").add_column("source", respell_all(pairs["source"]))
+    if spec.get("reverse"):  # corrected -> learner's text: an error model for training/back_translate.py
+        pairs = pairs.rename_columns({"source": "target", "target": "source"})
+    return pairs
+
+
+def synthetic_shard(shard: tuple[str, int, int], start: int, folder: str, seed: int, m2: str | None,
+                    tok_path: str, kind_name: str, max_length: int):
+    """Featurized synthetic pairs of one part of a Wikipedia shard from item ``start`` on, endlessly.
+
+    ``shard`` is (file name, part, parts): lines n with n % parts == part. Pairs are a function of
+    (seed, shard, line) (``training.synthetic.pairs``); after a full pass the part starts again with
+    another seed: new errors in the same sentences. Items before ``start`` are regenerated and
+    dropped (about 1 ms each), which is how a run resumes.
+    """
+    tok, featurize = load_tokenizer(tok_path), ModelKind(kind_name).featurize_batch
+    name, part, parts = shard
+
+    def endless():
+        for epoch in itertools.count():
+            yield from synthetic_pairs(folder, seed + 1000 * epoch, [name], m2, part, parts)
+
+    pairs = itertools.islice(endless(), start, None)
+    while True:
+        chunk = list(itertools.islice(pairs, 256))
+        yield from featurize(tok, [e["source"] for e in chunk], [e["target"] for e in chunk], max_length)
+
+
+def synthetic_source(spec: dict, data_dir: Path, kind: ModelKind, tok_path: Path, max_length: int, seed: int,
+                     workers: int) -> ShardedStream:
+    """Synthetic errors in the Wikipedia sentence shards, round-robin over the shards' parts.
+
+    A worker process makes whole streams, so ``parts`` (the spec's, default 1) splits each shard
+    into that many line-interleaved streams when there are more workers than shards; parts is part
+    of the data recipe (it sets the order of the pairs), workers is not.
+    """
+    folder = data_dir / spec.get("path", WIKI_DIR)
+    parts = int(spec.get("parts", 1))
+    shards = [(f.name, q, parts) for f in shard_files(folder, spec.get("shards")) for q in range(parts)]
+    m2 = str(data_dir / spec["m2_for_rates"]) if spec.get("m2_for_rates") else None
+    produce = functools.partial(synthetic_shard, folder=str(folder), seed=int(spec.get("seed", seed)), m2=m2,
+                                tok_path=str(tok_path), kind_name=kind.name, max_length=max_length)
+    return ShardedStream(spec["name"], shards, produce, chunk=64, workers=workers)
+
+
+def build_mixture(cfg: dict, kind: ModelKind, tok, data_dir: Path, log, tok_path: Path | None = None) -> Mixture:
+    data, seed = cfg["data"], cfg["train"]["seed"]
+    if not data["sources"]:
+        raise SystemExit("the recipe has no data.sources")
+    sources, weights = [], []
+    for spec in data["sources"]:
+        spec = dict(spec)
+        spec.setdefault("name", spec.get("type", "m2") if spec.get("type") == "synthetic"
+                        else Path(spec.get("path", spec.get("source", "source"))).stem)
+        if spec.get("type") == "synthetic":
+            sources.append(synthetic_source(spec, data_dir, kind, tok_path or Path(tok.name_or_path),
+                                            data["max_length"], seed, data["workers"]))
+            log(f"source {spec['name']}: synthetic errors on {spec.get('path', 'wikipedia_en_sentences')} "
+                f"(streaming, weight {spec.get('weight', 1)})")
+        else:
+            pairs = read_pairs(spec, data_dir)
+            rows = featurized_rows(pairs, kind, tok, data["max_length"])
+            sources.append(MapSource(spec["name"], rows, seed))
+            log(f"source {spec['name']}: {len(rows)} of {len(pairs)} pairs usable (weight {spec.get('weight', 1)})")
+        weights.append(float(spec.get("weight", 1.0)))
+    batching = Batching(kind.lengths, data["batch_tokens"], data["batch_size"], data["max_batch_size"])
+    return Mixture(sources, weights, batching, seed, data["pool_size"])
+
+
+def build_dev(cfg: dict, kind: ModelKind, tok, data_dir: Path):
+    """(dev batches for the loss, dev M2 path and size for F0.5) or None."""
+    dev = cfg["data"]["dev"]
+    if not dev:
+        return None
+    spec = {"type": "m2", **dev} if isinstance(dev, dict) else {"type": "m2", "path": dev}
+    pairs = read_pairs(spec, data_dir)
+    pairs = pairs.select(evenly_spaced(len(pairs), spec.get("max_examples")))
+    rows = featurized_rows(pairs, kind, tok, cfg["data"]["max_length"])
+    rows = [rows[i] for i in range(len(rows))]
+    batching = Batching(kind.lengths, cfg["data"]["batch_tokens"], cfg["data"]["batch_size"],
+                        cfg["data"]["max_batch_size"])
+    batches = batching.cut(rows, np.random.default_rng(0))
+    return {"batches": batches, "m2": str(data_dir / spec["path"]), "f05_max": spec.get("f05_max_examples"),
+            "respell": bool(spec.get("respell")), "sources": list(pairs["source"]), "targets": list(pairs["target"])}
+
+
+
+# ----------------------------------------------------------------------------- ready tensors
+
+@dataclass
+class Ready:
+    """One step's batch as the loop takes it: padded arrays, counts taken on the host."""
+
+    arrays: dict[str, np.ndarray]
+    position: Position  # the mixture's position after this batch
+    examples: int
+    tokens: int  # real (unpadded) source + target tokens
+    source_tokens: int
+    target_tokens: int
+    ids: list[str] = field(default_factory=list)  # the examples' "_id"s (recipe checks, train.log_batches)
+
+    def to(self, device: torch.device) -> dict[str, torch.Tensor]:
+        return {k: torch.from_numpy(v).to(device, non_blocking=True) for k, v in self.arrays.items()}
+
+
+def edit_mask(source: list[int], labels: list[int]) -> list[bool]:
+    """Which label tokens are part of an edit: not in a longest matching alignment with the source."""
+    mask = [True] * len(labels)
+    for block in difflib.SequenceMatcher(None, source, labels, autojunk=False).get_matching_blocks():
+        mask[block.b:block.b + block.size] = [False] * block.size
+    return mask
+
+
+def ready(examples: list[dict], position: Position, kind: ModelKind, pad_id: int, edits: bool) -> Ready:
+    arrays = {k: v.numpy() for k, v in kind.collate(examples, pad_id).items()}
+    source = sum(len(ex["input_ids"]) for ex in examples)
+    target = sum(len(ex[kind.target_key]) for ex in examples)
+    if edits and kind.name == "t5":  # the T5's labels: edit tokens (EOS is never one: it aligns)
+        mask = np.zeros(arrays["labels"].shape, dtype=bool)
+        for row, ex in enumerate(examples):
+            mask[row, :len(ex["labels"])] = edit_mask(ex["input_ids"], ex["labels"])
+        arrays["edit_mask"] = mask
+    return Ready(arrays, position, len(examples), source + target, source, target, [ex["_id"] for ex in examples])
+
+
+def ready_batches(cfg: dict, data_root: Path, position: Position, log=print) -> Iterator[Ready]:
+    """Endless ``Ready`` batches of a recipe's training data from ``position`` on (one per micro-step)."""
+    kind = ModelKind(cfg["model"]["type"])
+    tok_path = tokenizer_path(cfg)
+    tok = load_tokenizer(tok_path)
+    mixture = build_mixture(cfg, kind, tok, data_root, log, tok_path)
+    edits = float(cfg["train"].get("edit_weight", 1.0)) != 1.0
+    for examples, after in mixture.batches(position):
+        yield ready(examples, after, kind, tok.pad_token_id, edits)
+
+
+def tokenizer_path(cfg: dict) -> Path:
+    """The recipe's tokenizer: the init_from checkpoint's own when it has one."""
+    init_from = cfg["model"].get("init_from")
+    if init_from and (resolve(init_from) / "tokenizer_config.json").exists():
+        return resolve(init_from)
+    return resolve(cfg["model"]["tokenizer"])
+
+
+def _loader_main(cfg: dict, data_root: str, position: dict, queue) -> None:
+    """The loader process: ready batches into ``queue`` until it is full and stays so, or SIGTERM."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # unwinds: the synthetic workers are stopped
+    torch.set_num_threads(1)
+    try:
+        for batch in ready_batches(cfg, Path(data_root), Position.from_state(position),
+                                   log=lambda m: print(f"[loader] {m}", file=sys.stderr, flush=True)):
+            queue.put(batch)
+    except BaseException as e:  # the loop reports it
+        queue.put(e)
+        raise
+
+
+class LoaderProcess:
+    """``ready_batches`` in a separate process (non-daemonic: it starts the synthetic workers)."""
+
+    def __init__(self, cfg: dict, data_root: Path, position: Position):
+        ctx = mp.get_context("spawn")  # fork after torch has started threads can deadlock
+        self.queue = ctx.Queue(maxsize=int(cfg["data"].get("prefetch") or 64))
+        self.proc = ctx.Process(target=_loader_main, args=(cfg, str(data_root), position.state_dict(), self.queue))
+        self.proc.start()
+
+    def __iter__(self) -> Iterator[Ready]:
+        while True:
+            got = self.queue.get()
+            if isinstance(got, BaseException):
+                raise RuntimeError("the training data loader failed") from got
+            yield got
+
+    def close(self) -> None:
+        if self.proc.is_alive():
+            self.proc.terminate()
+            self.proc.join(10)
+        if self.proc.is_alive():
+            self.proc.kill()
+
+
+class Batches:
+    """The loop's data: ``next()`` gives a ``Ready`` batch and how long the loop waited for it."""
+
+    def __init__(self, cfg: dict, data_root: Path, position: Position, log=print):
+        self.loader = LoaderProcess(cfg, data_root, position) if cfg["data"]["workers"] else None
+        self.it = iter(self.loader) if self.loader else ready_batches(cfg, data_root, position, log)
+
+    def next(self) -> tuple[Ready, float]:
+        t0 = time.perf_counter()
+        batch = next(self.it)
+        return batch, time.perf_counter() - t0
+
+    def close(self) -> None:
+        if self.loader:
+            self.loader.close()

@@ -1,0 +1,138 @@
+"""Dev evaluation during training: the loss, ERRANT F0.5 (where spaCy is), and an approximate F0.5.
+
+A lent GPU machine has no spaCy, so ERRANT cannot run there; checkpoints were chosen by dev loss,
+which twice disagreed with F0.5 (reports/models.md). ``ApproxF05`` needs no tagger: it tokenizes
+source, gold target and hypothesis with one regular expression, aligns each output with the
+source (difflib, the standard library's aligner) and counts the hypothesis's edits that equal a
+gold edit. Like ERRANT it scores edits against the source, so copying scores 0 and the gold
+target 100; unlike ERRANT it neither merges nor classifies edits, so its numbers rank checkpoints
+and are not comparable with published F0.5. The ship decision is ERRANT's, on the CPU machine.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections import Counter
+from typing import Any, Sequence
+
+import torch
+
+from editspec.data.features import pad
+from editspec.data.m2 import read_blocks
+from editspec.data.corpora import evenly_spaced
+from editspec.decoding.core import greedy
+from editspec.evaluation.run import evaluate as evaluate_corrections
+from editspec.evaluation.stats import detection_auc
+from editspec.modeling.modeling_edit5 import tag_margins
+from editspec.text.spelling import respell_all
+from editspec.tokenization.tokens import encode, render_ids
+from training.models import ModelKind, component_losses
+
+TOKEN = re.compile(r"\w+(?:['’.-]\w+)*|'\w+|\S", re.UNICODE)  # words (with inner ' . -), clitics, marks
+DECODE_ROWS = 256  # sentences per greedy batch
+
+
+def words(text: str) -> list[str]:
+    return TOKEN.findall(text)
+
+
+def edits(source: Sequence[str], target: Sequence[str]) -> set[tuple[int, int, tuple[str, ...]]]:
+    """(start, end, replacement) of each change from ``source`` to ``target`` tokens."""
+    ops = difflib.SequenceMatcher(None, source, target, autojunk=False).get_opcodes()
+    return {(i1, i2, tuple(target[j1:j2])) for tag, i1, i2, j1, j2 in ops if tag != "equal"}
+
+
+class ApproxF05:
+    """Edit-level F0.5 of hypotheses against one gold target per source (see the module docstring)."""
+
+    def __init__(self, sources: Sequence[str], targets: Sequence[str]):
+        self.sources = [words(s) for s in sources]
+        self.gold = [edits(s, words(t)) for s, t in zip(self.sources, targets)]
+
+    def score(self, hypotheses: Sequence[str]) -> dict[str, float]:
+        if len(hypotheses) != len(self.gold):
+            raise ValueError(f"{len(hypotheses)} hypotheses for {len(self.gold)} sources")
+        tp = fp = fn = 0
+        for src, gold, hyp in zip(self.sources, self.gold, hypotheses):
+            mine = edits(src, words(hyp))
+            tp, fp, fn = tp + len(mine & gold), fp + len(mine - gold), fn + len(gold - mine)
+        p = tp / (tp + fp) if tp + fp else 1.0
+        r = tp / (tp + fn) if tp + fn else 1.0
+        f = 1.25 * p * r / (0.25 * p + r) if p + r else 0.0
+        return {"approx_f05": 100 * f, "approx_precision": 100 * p, "approx_recall": 100 * r}
+
+
+def correct_fn_for(net, kind: ModelKind, tok, max_length: int, respell: bool = False):
+    """list[str] -> list[str] with the model being trained (greedy), for ``editspec.evaluation``;
+    with ``respell``, after the spelling step (``editspec.text.spelling``)."""
+    def correct_rows(texts: list[str]) -> list[str]:
+        if kind.name == "edit5":
+            return net.correct(tok, texts)
+        encoded = encode(tok, texts)
+        rows = [e.ids[: max_length - 1] + [tok.eos_token_id] for e in encoded]
+        ids = pad(rows, tok.pad_token_id).to(net.device)
+        mask = pad([[1] * len(r) for r in rows], 0).to(net.device)
+        return [render_ids(tok, e, out) for e, out in zip(encoded, greedy(net, ids, mask, max_length))]
+
+    def correct(texts: list[str]) -> list[str]:
+        texts = respell_all(texts) if respell else list(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths pad less
+        out: list[str] = [""] * len(texts)
+        for a in range(0, len(order), DECODE_ROWS):
+            rows = order[a:a + DECODE_ROWS]
+            for i, text in zip(rows, correct_rows([texts[i] for i in rows])):
+                out[i] = text
+        return out
+
+    return correct
+
+
+def dev_loss(net, kind: ModelKind, tok, dev: dict, device, autocast) -> dict[str, Any]:
+    """Mean dev loss (and its parts; EdiT5: the delete tags' AUC) over the dev batches."""
+    total, weight, parts, margins, deleted = 0.0, 0, Counter(), [], []
+    with torch.no_grad(), autocast():
+        for examples in dev["batches"]:
+            batch = {k: v.to(device) for k, v in kind.collate(examples, tok.pad_token_id).items()}
+            output = net(**batch)
+            total += float(output.loss) * len(examples)
+            weight += len(examples)
+            for k, v in component_losses(output).items():
+                parts[k] += float(v) * len(examples)
+            if getattr(output, "tag_logits", None) is not None:  # EdiT5: delete margin per token
+                margin, gold = tag_margins(output.tag_logits, batch["tags"])
+                margins.append(margin.cpu())
+                deleted.append(gold.cpu())
+    result: dict[str, Any] = {"dev_loss": total / max(weight, 1)}
+    result.update({f"dev_{k}": v / max(weight, 1) for k, v in parts.items()})
+    if margins:
+        result["dev_tag_auc"] = detection_auc(torch.cat(margins), torch.cat(deleted))
+    return result
+
+
+def dev_approx_f05(net, kind: ModelKind, tok, dev: dict, autocast, max_length: int) -> dict[str, float]:
+    """The approximate F0.5 of the model's greedy corrections of the dev sources (no spaCy)."""
+    if dev.get("approx") is None:
+        dev["approx"] = ApproxF05(dev["sources"], dev["targets"])
+    with torch.no_grad(), autocast():
+        hyps = correct_fn_for(net, kind, tok, max_length, respell=dev.get("respell", False))(dev["sources"])
+    return {f"dev_{k}": v for k, v in dev["approx"].score(hyps).items()}
+
+
+def f05_evaluator(m2_path: str, limit: int | None):
+    """ERRANT scorer of (an evenly spaced subset of) a gold M2 file; sources parsed once."""
+    # ERRANT (spaCy) only where F0.5 is measured: a lent GPU machine has neither (training.lease)
+    from editspec.evaluation.errant import ErrantEvaluator
+
+    blocks = read_blocks(m2_path)
+    return ErrantEvaluator([blocks[i] for i in evenly_spaced(len(blocks), limit)])
+
+
+def dev_f05(net, kind: ModelKind, tok, dev: dict, autocast, max_length: int) -> dict:
+    if dev.get("evaluator") is None:
+        dev["evaluator"] = f05_evaluator(dev["m2"], dev["f05_max"])
+    with autocast():
+        correct = correct_fn_for(net, kind, tok, max_length, respell=dev.get("respell", False))
+        result, _, seconds = evaluate_corrections(correct, dev["evaluator"])
+    p, r, f = result.scores()
+    return {"dev_f05": float(f), "dev_precision": float(p), "dev_recall": float(r), "dev_f05_seconds": seconds}
