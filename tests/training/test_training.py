@@ -414,6 +414,52 @@ def test_synthetic_parts_feed_more_workers_than_shards_in_the_same_order(tmp_pat
     # errors), then 36 of its part 1: all 30 sentences of shard 0
     assert len({tuple(x) for x in serial}) == 30
 
+    # the loop's ready tensors: a loader process (with the workers) hands the loop the very
+    # batches, padded, that the in-process generator makes, with the same positions
+    cfg = config.load_config(TINY, [f"model.tokenizer={tokenizer_dir}", "data.dev=null", "data.pool_size=64",
+                                    "data.batch_tokens=512", "train.edit_weight=2"])
+    cfg["data"]["sources"] = [spec]
+
+    def ready(workers: int, n: int = 6) -> list:
+        cfg["data"]["workers"] = workers
+        batches = data.Batches(cfg, tmp_path, dm.Position())
+        try:
+            return [batches.next()[0] for _ in range(n)]
+        finally:
+            batches.close()
+
+    here, loaded = ready(0), ready(2)
+    assert [b.ids for b in loaded] == [b.ids for b in here] and [b.position for b in loaded] == [b.position for b in here]
+    assert all(b.arrays.keys() == a.arrays.keys() == {"input_ids", "attention_mask", "labels", "edit_mask"}
+               and all((b.arrays[k] == a.arrays[k]).all() for k in a.arrays) for a, b in zip(here, loaded))
+    assert all(b.tokens == int(b.arrays["attention_mask"].sum() + (b.arrays["labels"] != -100).sum()) for b in here)
+
+
+def test_edit_mask_marks_the_labels_that_change_the_source_and_weights_them():
+    assert data.edit_mask([5, 6, 7, 1], [5, 9, 7, 8, 1]) == [False, True, False, True, False]
+    logits = torch.randn(2, 5, 11)
+    labels = torch.tensor([[5, 9, 7, 8, 1], [3, 1, -100, -100, -100]])
+    mask = torch.tensor([[0, 1, 0, 1, 0], [1, 0, 0, 0, 0]], dtype=torch.bool)
+    plain = torch.nn.functional.cross_entropy(logits.transpose(1, 2), labels, ignore_index=-100)
+    assert torch.allclose(T.weighted_loss(logits, labels, mask, 1.0), plain)
+    ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), labels, ignore_index=-100, reduction="none")
+    w = torch.tensor([[1, 3, 1, 3, 1], [3, 1, 0, 0, 0]], dtype=torch.float)
+    assert torch.allclose(T.weighted_loss(logits, labels, mask, 3.0), (ce * w).sum() / w.sum())
+
+
+def test_approximate_f05_scores_edits_against_the_source():
+    from training.dev import ApproxF05
+
+    sources = ["She go to school every day .", "I have a apple .", "It is fine ."]
+    targets = ["She goes to school every day.", "I have an apple.", "It is fine."]
+    scorer = ApproxF05(sources, targets)
+    assert scorer.score(targets)["approx_f05"] == 100.0
+    assert scorer.score(sources)["approx_f05"] == 0.0  # copying makes no edit
+    half = scorer.score(["She goes to school every day.", "I have a apple.", "It is fine."])
+    assert half["approx_precision"] == 100.0 and half["approx_recall"] == 50.0
+    wrong = scorer.score(["She went to school every day.", "I have an apple.", "It is very fine."])
+    assert wrong["approx_precision"] == pytest.approx(100 / 3) and wrong["approx_recall"] == 50.0
+
 
 def test_respell_passes_sources_through_the_spelling_step(tmp_path):
     """``respell: true`` on a source (or dev) gives the model the text Corrector gives it after its
