@@ -11,6 +11,7 @@ import base64
 import hashlib
 import json
 import lzma
+import subprocess
 import zipfile
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from transformers import T5ForConditionalGeneration
+from transformers import T5Config, T5ForConditionalGeneration
 
 from editspec.cli import main as editspec_main
 from editspec.modeling.modeling_edit5 import EdiT5Model
@@ -29,7 +30,8 @@ from training.lease.__main__ import PLAN, main as lease
 from training.lease.collect import ship
 from training.lease.imports import DeviceOnly
 from training.lease.plan import REPO_ROOT, load_plan
-from training.lease.prepare import device_calls
+from training.lease import continuation, park
+from training.lease.prepare import device_calls, prepare
 from training.lease.run import read_json
 from training.lease.shards import MAX_FILE, MAX_FILES
 from training.config import load_config
@@ -76,54 +78,103 @@ def data(tmp_path_factory) -> Path:
 
 
 def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsys):
+    """The default plan end to end at a tiny size: a new series (from scratch), three stages, the
+    candidate and the continuation back in one call's files, the continuation packed by join, and
+    the next lease's prepare continuing from it with the next Wikipedia slice."""
     folder, run_dir, out, bundle = tmp_path / ".lease", tmp_path / "run", tmp_path / "OUT", tmp_path / "bundle"
-    # the 30-minute plan: a 12-layer T5 from scratch (TINY shrinks it), four calls
-    assert lease(["prepare", "--folder", str(folder), "--data-dir", str(data), "--wheel", str(probe_wheel(tmp_path)),
-                  "--m2-sentences", "100", "--wiki-sentences", "500", "--plan", "configs/lease-gpu-30min.yaml"]) == 0
+    pack, lease_log = tmp_path / "continuation" / "t5.tar.xz", tmp_path / "lease-log.md"
+    common = ["--folder", str(folder), "--data-dir", str(data), "--wheel", str(probe_wheel(tmp_path)),
+              "--m2-sentences", "100", "--wiki-sentences", "500", "--min-wiki-sentences", "100", "--no-park"]
+    assert lease(["prepare", *common, "--from-scratch"]) == 0
     prepared = read_json(folder / "prepared.json")
-    assert prepared["wiki_sentences"] == 500 and prepared["m2_sentences"]["wi_locness/ABC.train.gold.bea19.m2"] == 100
+    assert prepared["wiki_sentences"] == 500 and prepared["wiki_start"] == 0 and prepared["continuation"] is None
+    assert prepared["m2_sentences"]["wi_locness/ABC.train.gold.bea19.m2"] == 100
     assert prepared["tree_bytes"] + prepared["folder_bytes"] < prepared["limit_bytes"]
     printed = capsys.readouterr().out
+    assert "a new series: from scratch" in printed
     calls = [json.loads(line.split("run ", 1)[1]) for line in printed.splitlines() if line.strip().startswith("run {")]
-    assert [c["command"].split()[4] for c in calls] == ["start", "wait", "wait", "collect"]
-    assert all(c["carry"] for c in calls) and all(len(c["command"]) <= 2000 and c["timeout_s"] <= 600 for c in calls)
+    assert len(calls) == 1 and [w for w in calls[0]["command"].split() if w in ("start", "wait", "collect")] == \
+        ["start", "wait", "collect"]
 
     assert lease(["start", "--folder", str(folder), "--run-dir", str(run_dir), "--check-imports",  # prepared plan
                   *[a for s in TINY for a in ("--set", s)]]) == 0
     assert (run_dir / "site" / "lease_probe" / "__init__.py").is_file()  # the carried wheel, installed
-    assert lease(["wait", "--run-dir", str(run_dir), "--minutes", "2.5"]) == 0
+    assert lease(["wait", "--run-dir", str(run_dir), "--minutes", "3"]) == 0
     status = read_json(run_dir / "status.json")
     assert status["state"] == "done", (run_dir / "recipe.log").read_text()[-3000:]
-    assert status["done"] == ["t5-pre", "t5-ft", "edit5"]
-    pre = [json.loads(x) for x in (run_dir / "t5-pre" / "log.jsonl").read_text().splitlines()]
-    assert max(e["step"] for e in pre) == 2 and any("dev_loss" in e for e in pre)
-    assert json.loads((run_dir / "t5-pre" / "best" / "config.json").read_text())["num_layers"] == 12
+    assert status["done"] == ["t5-stable", "t5-decay", "t5-ft"]
+    stable = [json.loads(x) for x in (run_dir / "t5-stable" / "log.jsonl").read_text().splitlines()]
+    assert max(e["step"] for e in stable) == 2 and all("data_wait" in e for e in stable if "loss" in e)
+    config = json.loads((run_dir / "t5-stable" / "last" / "config.json").read_text())
+    assert (config["num_layers"], config["num_decoder_layers"]) == (12, 2)  # the deep-encoder shape
+    ft = [json.loads(x) for x in (run_dir / "t5-ft" / "log.jsonl").read_text().splitlines()]
+    assert any("dev_approx_f05" in e for e in ft)  # chosen on the device by the approximate F0.5
 
     assert lease(["collect", "--run-dir", str(run_dir), "--out", str(out)]) == 0
     files = list(out.iterdir())
     assert len(files) <= MAX_FILES and all(f.stat().st_size <= MAX_FILE for f in files)
     manifest = json.loads((out / "lease-manifest.json").read_text())
-    assert manifest["eval"]["t5"]["stage"] == "t5-ft" and manifest["eval"]["edit5"]["stage"] == "edit5"
-    assert all(manifest["eval"][k]["dev_loss"] > 0 for k in ("t5", "edit5"))
+    assert manifest["eval"]["t5"]["stage"] == "t5-ft" and "dev_approx_f05" in manifest["eval"]["t5"]
+    assert manifest["continuation"] == "t5-stable/last" and manifest["stages"]["t5-stable"]["examples"] > 0
 
-    assert lease(["join", str(out), str(bundle)]) == 0
-    assert json.loads((bundle / "edit5" / "config.json").read_text())["t5_encoder"] == "../t5"
+    assert lease(["join", str(out), str(bundle), "--continuation", str(pack), "--log", str(lease_log)]) == 0
+    record = json.loads(pack.with_name("t5.json").read_text())
+    assert record["leases"] == 1 and record["wiki_next"] == 500 and record["examples"] > 0
+    assert not (bundle / "continuation").exists() and "| pending |" in lease_log.read_text()
     (tmp_path / "in.txt").write_text("She go to school yesterday.\n")
     assert editspec_main(["correct", "--model", str(bundle), "--no-progress", str(tmp_path / "in.txt"),
                           "-o", str(tmp_path / "out.txt")]) in (0, None)
     assert len((tmp_path / "out.txt").read_text().splitlines()) == 1
 
-    # a damaged shard is caught by its checksum
-    shard = out / "lease-weights-00.safetensors"
+    # the next lease continues the series: the next slice, the continuation checked and unpacked
+    assert lease(["prepare", *common, "--continuation", str(pack)]) == 0
+    again = read_json(folder / "prepared.json")
+    assert again["wiki_start"] == 500 and again["resumed"]["leases"] == 1
+    assert "lease 2 of the series" in capsys.readouterr().out
+    continued = continuation.unpack(pack, tmp_path / "continued")
+    assert torch.equal(load_file(continued / "model.safetensors")["shared.weight"],
+                       load_file(run_dir / "bundle" / "continuation" / "model.safetensors")["shared.weight"])
+
+    # a truncated continuation is refused before anything is packed; so is a damaged shard
+    pack.write_bytes(pack.read_bytes()[:-10])
+    assert lease(["prepare", *common, "--continuation", str(pack)]) == 2
+    assert "truncated" in capsys.readouterr().err
+    shard = next(out.glob("lease-weights-00.*"))
     shard.write_bytes(shard.read_bytes()[:-1] + b"\0")
-    assert lease(["join", str(out), str(tmp_path / "again")]) == 2
+    assert lease(["join", str(out), str(tmp_path / "again"), "--continuation", str(tmp_path / "c2.tar.xz")]) == 2
     assert "sha256" in capsys.readouterr().err
 
 
+def test_gpu_lease_prepare_refuses_a_call_that_carries_too_little_text(tmp_path, data):
+    with pytest.raises(EditspecError, match="fewer than 700000"):
+        prepare(tmp_path / ".lease", REPO_ROOT / PLAN, data, [], tmp_path, wiki_sentences=None, pack=None,
+                park_bundle=False, limit=100 * 2**20)  # the test data holds 600 sentences
+    assert not (tmp_path / ".lease").exists()
+
+
+def test_gpu_lease_park_keeps_the_bundle_on_disk_and_out_of_what_travels(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    model = tmp_path / "editspec" / "models" / "default" / "t5" / "model.safetensors"
+    model.parent.mkdir(parents=True)
+    model.write_bytes(b"weights")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git = lambda *a: subprocess.run(["git", "-C", str(tmp_path), *a], check=True, capture_output=True, text=True)  # noqa: E731
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    travels = lambda: set(git("ls-files", "--cached", "--others", "--exclude-standard").stdout.split())  # noqa: E731
+    park.park(tmp_path)
+    assert travels() == {"code.py"} and model.read_bytes() == b"weights"
+    refused = subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", "commit",
+                              "-qam", "oops"], capture_output=True, text=True)
+    assert refused.returncode != 0 and "parked" in refused.stderr
+    assert park.unpark(tmp_path) and travels() == {"code.py", "editspec/models/default/t5/model.safetensors"}
+    assert git("status", "--porcelain").stdout == ""
+
+
 @pytest.mark.parametrize("path", [PLAN, "configs/lease-gpu-heads.yaml"])
-def test_gpu_lease_15_minute_plans_are_one_call_from_the_shipped_t5(path):
-    """The 15-minute plans: start, wait and collect in one call under the 10-minute call limit, and
-    stage 1 starts from the shipped T5 (a from-scratch T5 cannot reach it in a few minutes)."""
+def test_gpu_lease_15_minute_plans_are_one_call(path):
+    """The 15-minute plans: start, wait and collect in one call under the 10-minute call limit. The
+    default plan's stage 1 continues the series; the heads plan's starts from the shipped T5."""
     plan = load_plan(Path(path))
     calls = [json.loads(line.split("run ", 1)[1]) for line in device_calls(REPO_ROOT / ".lease", plan).splitlines()
              if line.strip().startswith("run {")]
@@ -132,7 +183,15 @@ def test_gpu_lease_15_minute_plans_are_one_call_from_the_shipped_t5(path):
     # the call's 600 s hold start (~30 s), the wait, and collect (its 60 s stop grace, shipping, dev loss)
     assert plan["wait_minutes"] * 60 + 150 <= 600 and sum(s["minutes"] for s in plan["stages"]) < plan["wait_minutes"]
     first = load_config(REPO_ROOT / plan["stages"][0]["config"], plan["stages"][0].get("set", []))
-    assert (REPO_ROOT / first["model"]["init_from"] / "model.safetensors").is_file()
+    if path == PLAN:
+        assert plan["stages"][0]["continue"] and plan["continuation"] == plan["stages"][0]["name"]
+        t5 = T5ForConditionalGeneration(T5Config(**first["model"]["config"], vocab_size=16256))
+        assert (t5.config.num_layers, t5.config.num_decoder_layers) == (12, 2)
+        bf16 = 2 * sum(p.numel() for p in t5.parameters())
+        # packed with xz, bf16 weights take ~71%: the continuation stays under its 30 MB
+        assert 0.75 * bf16 < continuation.MAX_BYTES
+    else:
+        assert (REPO_ROOT / first["model"]["init_from"] / "model.safetensors").is_file()
 
 
 def test_gpu_lease_collect_ships_heads_beside_the_shipped_t5(tmp_path):

@@ -19,6 +19,8 @@ from pathlib import Path
 from editspec.errors import EditspecError
 
 PLAN = "configs/lease-gpu.yaml"
+CONTINUATION = Path("training/continuation/t5.tar.xz")
+LEASE_LOG = Path("reports/lease-log.md")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -37,6 +39,13 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("--m2-sentences", type=int, help="only the first N sentences of each M2 file")
     q.add_argument("--wiki-sentences", type=int, help="at most N Wikipedia sentences (default: as many as fit)")
     q.add_argument("--margin-mib", type=float, default=1.0, help="room left under the 64 MiB limit")
+    q.add_argument("--continuation", default=str(CONTINUATION),
+                   help="the continuation checkpoint to start from (default: the repository's)")
+    q.add_argument("--from-scratch", action="store_true", help="start a new series: no continuation checkpoint")
+    q.add_argument("--wiki-start", type=int, help="the first Wikipedia line (default: where the last lease stopped)")
+    q.add_argument("--min-wiki-sentences", type=int, default=700_000,
+                   help="refuse a call that carries fewer (default 700,000)")
+    q.add_argument("--no-park", action="store_true", help="leave the shipped bundle in the index (it then travels)")
 
     s = sub.add_parser("start", help="device: unpack and start the recipe detached")
     s.add_argument("--folder", default=".lease")
@@ -55,9 +64,13 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--run-dir", **run_dir)
     c.add_argument("--out", required=True, help="the folder that comes back ($OUT)")
 
-    j = sub.add_parser("join", help="here: shards -> bundle, checked and loaded")
+    j = sub.add_parser("join", help="here: shards -> bundle, checked and loaded; the continuation replaced")
     j.add_argument("src", help="the collect call's files")
     j.add_argument("dest", help="the bundle directory to write")
+    j.add_argument("--continuation", default=str(CONTINUATION), help="where the new continuation checkpoint goes")
+    j.add_argument("--log", default=str(LEASE_LOG), help="the lease log the lease's row is added to")
+    sub.add_parser("park", help="here: the shipped bundle out of the index, so that it does not travel")
+    sub.add_parser("unpark", help="here: the shipped bundle tracked again, as HEAD has it")
 
     r = sub.add_parser("recipe", help="(started by start) run the plan's stages")
     r.add_argument("--run-dir", required=True)
@@ -99,7 +112,10 @@ def run(args: argparse.Namespace) -> int:
             collect(run_dir, Path(args.out))
     elif args.command == "join":
         from training.lease.join import main as join_main
-        join_main(Path(args.src), Path(args.dest))
+        join_main(Path(args.src), Path(args.dest), Path(args.continuation), Path(args.log))
+    elif args.command in ("park", "unpark"):
+        from training.lease import park
+        getattr(park, args.command)()
     return 0
 
 

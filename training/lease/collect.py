@@ -53,6 +53,10 @@ def ship(run_dir: Path, plan: dict, carried: list[str] | None) -> dict[str, str]
             continue
         shipped[kind] = entry
         pairs += [str(sources[entry]), str(bundle / kind)]
+    stable = plan.get("continuation")
+    if stable and (run_dir / stable / "last" / "config.json").is_file():  # the next lease starts from it
+        shipped["continuation"] = f"{stable}/last"
+        pairs += [str(run_dir / stable / "last"), str(bundle / "continuation")]
     if pairs:  # one process ships them all (importing torch and transformers takes seconds)
         guard = ["--guard", ",".join(carried)] if carried is not None else []
         subprocess.run([sys.executable, "-m", "training.lease", "exec", *guard, "training.ship", *pairs],
@@ -81,10 +85,36 @@ def dev_loss(model_dir: Path, stage_dir: Path, data: Path, device: torch.device)
             "device": str(device), "dev": cfg["data"]["dev"]}
 
 
+def log_entries(stage_dir: Path) -> list[dict]:
+    log = stage_dir / "log.jsonl"
+    return [json.loads(x) for x in log.read_text().splitlines() if x.strip()] if log.is_file() else []
+
+
+def best_approx(stage_dir: Path) -> dict:
+    """The stage's best approximate dev F0.5 and its step (what best/ holds when selected on it)."""
+    scored = [e for e in log_entries(stage_dir) if "dev_approx_f05" in e]
+    best = max(scored, key=lambda e: e["dev_approx_f05"], default=None)
+    return {k: best[k] for k in ("step", "dev_approx_f05", "dev_approx_precision", "dev_approx_recall")} if best else {}
+
+
+def stage_summary(stage_dir: Path) -> dict | None:
+    """A stage's rates for the lease log: steps, pairs seen, and the means over its logged windows
+    after the first (start-up) of pairs/s, tokens/s, TFLOP/s and the share of time waiting for data."""
+    steps = [e for e in log_entries(stage_dir) if "loss" in e]
+    if not steps:
+        return None
+    warm = steps[1:] or steps
+    mean = lambda key: sum(e.get(key, 0.0) for e in warm) / len(warm)  # noqa: E731
+    return {"step": steps[-1]["step"], "loss": steps[-1]["loss"], "examples": steps[-1].get("examples"),
+            "examples_per_s": mean("examples_per_s"), "tokens_per_s": mean("tokens_per_s"),
+            "tflops": mean("tflops"), "data_wait": mean("data_wait"), "steps_per_s": mean("steps_per_s")}
+
+
 def logs(run_dir: Path, plan: dict, dest: Path) -> None:
     names = ["recipe.log", "status.json", "lease.json", "prepared.json", "eval.json"]
     for s in plan["stages"]:
-        names += [f"{s['name']}/{n}" for n in ("config.yaml", "log.jsonl", "best/training.json", "last/training.json")]
+        names += [f"{s['name']}/{n}" for n in ("config.yaml", "log.jsonl", "best/training.json", "last/training.json",
+                                               "ema/training.json")]
     with tarfile.open(dest, "w:xz") as tar:
         for name in names:
             if (run_dir / name).is_file():
@@ -102,23 +132,21 @@ def collect(run_dir: Path, out: Path) -> dict:
     shipped = ship(run_dir, plan, lease["guard"])
     device = default_device()
     data = default_data_dir(run_dir / "data")
-    evaluation = {kind: {"stage": stage, **dev_loss(run_dir / "bundle" / kind, run_dir / stage, data, device)}
-                  for kind, stage in shipped.items() if not repo_model(stage)}  # a repository model: as it was
-    evaluation["note"] = ("dev F0.5 needs ERRANT (spaCy), which the GPU machine lacks: measure it on the CPU "
-                          "machine after `python -m training.lease join`")
+    evaluation = {kind: {"stage": stage, **dev_loss(run_dir / "bundle" / kind, run_dir / stage, data, device),
+                         **best_approx(run_dir / stage)}
+                  for kind, stage in shipped.items() if kind != "continuation" and not repo_model(stage)}
+    evaluation["note"] = ("dev_approx_f05 is training.dev's approximate F0.5 (no spaCy here), the stage's best: "
+                          "ERRANT F0.5 on the CPU machine after `python -m training.lease join` decides")
     (run_dir / "eval.json").write_text(json.dumps(evaluation, indent=1) + "\n")
     for kind, result in evaluation.items():
         if kind != "note":
             print(f"[collect] {kind} ({result['stage']}): dev loss {result['dev_loss']:.4f} on {result['examples']} "
                   f"sentences, {result['device']}")
-    last = {}
-    for s in plan["stages"]:
-        log = run_dir / s["name"] / "log.jsonl"
-        entries = [json.loads(x) for x in log.read_text().splitlines() if x.strip()] if log.is_file() else []
-        steps = [e for e in entries if "loss" in e]
-        last[s["name"]] = {k: steps[-1][k] for k in ("step", "loss", "steps_per_s", "examples_per_s")} if steps else None
+    stages = {s["name"]: stage_summary(run_dir / s["name"]) for s in plan["stages"]}
     out.mkdir(parents=True, exist_ok=True)
-    manifest = split(run_dir / "bundle", out, {"eval": evaluation, "stages": last, "status": status})
+    manifest = split(run_dir / "bundle", out, {"eval": evaluation, "stages": stages, "status": status,
+                                                "prepared": read_json(run_dir / "prepared.json"),
+                                                "continuation": shipped.get("continuation")})
     logs(run_dir, plan, out / LOGS)
     check_sizes(out)
     total = sum(p.stat().st_size for p in out.iterdir())

@@ -6,26 +6,30 @@ in all, and reaches nothing else: not ../shared/data, not a package index. So th
     .lease/data/wi_locness/ABC.train.gold.bea19.m2.xz      the plan's M2 files, xz-compressed
     .lease/data/wi_locness/ABCN.dev.gold.bea19.m2.xz       (start unpacks them)
     .lease/data/fce/fce.train.gold.bea19.m2.xz
-    .lease/data/wikipedia_en_sentences/lease.00.txt.xz     the first Wikipedia sentences, as many
+    .lease/data/wikipedia_en_sentences/lease.00.txt.xz     a slice of the Wikipedia sentences from
+                                                           line ``wiki_start`` on (the continuation
+                                                           says where the last lease stopped), as many
                                                            as the size limit leaves room for
     .lease/lexicon.json.xz     the synthetic errors' word lists (spaCy's lemmatizer tables and
                                ERRANT's words: neither package is in the machine's image)
     .lease/wheels.tar.xz       wheels of the packages the training imports that the image lacks
-                               (datasets, dill, multiprocess, rapidfuzz), stored uncompressed in
-                               the tar so that xz compresses them once
-    .lease/prepared.json       what was packed: sizes, sentence counts, the plan, the wheels
+    .lease/prepared.json       what was packed: sizes, sentence counts, the slice, the continuation
 
-Size: 64 MiB - (tracked + untracked files that git does not ignore) - a margin is what the folder
-may take; the M2 files, the lexicon and the wheels go first, the Wikipedia sentences fill the rest
-(in independent xz streams of ``CHUNK`` lines, which ``lzma`` reads as one file). Say the
-repository takes 57.1 MiB: 64 - 57.1 - 1 (margin) = 5.9 MiB; 4.7 go to M2 + lexicon + wheels,
-1.2 MiB hold ~32,000 sentences at ~39 bytes each.
+Before anything is packed, the continuation checkpoint (``training.lease.continuation``, tracked:
+it travels with the tree) is checked; then the shipped bundle is parked (``training.lease.park``)
+so that it does not travel. Size: 64 MiB - (tracked + untracked files that git does not ignore) -
+a margin is what the folder may take; the M2 files, the lexicon and the wheels go first, the
+Wikipedia sentences fill the rest (in independent xz streams of ``CHUNK`` lines, which ``lzma``
+reads as one file). Fewer than ``--min-wiki-sentences`` (700,000) is refused: no call is printed.
+Say the tree takes 2.2 MiB and the continuation 23 MiB: 64 - 25.2 - 1 (margin) - 4.7 (M2, lexicon,
+wheels) = 33 MiB hold ~850,000 sentences at ~40 bytes each.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import io
+import itertools
 import json
 import lzma
 import shutil
@@ -34,11 +38,14 @@ import sys
 import tarfile
 import zipfile
 from pathlib import Path
+from typing import Iterator
 
 
 from editspec.data.corpora import data_dir as default_data_dir
 from editspec.data.m2 import read_blocks
 from editspec.errors import EditspecError
+from training.lease import continuation
+from training.lease.park import park, unpark
 from training.lease.plan import REPO_ROOT, WHEELS, load_plan
 from training.synthetic.lexicon import save_tables
 from training.synthetic.pairs import WIKI_DIR, read_lines, shard_files
@@ -70,11 +77,23 @@ def write_m2(src: Path, dest: Path, limit: int | None) -> int:
     return len(blocks)
 
 
-def write_sentences(wiki: Path, dest: Path, room: int, limit: int | None) -> int:
-    """The Wikipedia shards' first lines in xz streams of ``CHUNK`` lines while they fit in ``room``
-    bytes (at most ``limit`` lines); how many were written."""
+def wiki_lines(wiki: Path, start: int) -> Iterator[str]:
+    """The Wikipedia shards' non-empty lines from line ``start`` on, around to the first again once:
+    each lease reads the next slice, and all of them are seen over a few leases."""
+    def all_lines() -> Iterator[str]:
+        return (line for shard in shard_files(wiki) for line in read_lines(shard) if line.strip())
+
+    skipped = sum(1 for _ in itertools.islice(all_lines(), start))
+    if skipped < start:  # past the end: around again
+        return wiki_lines(wiki, start % skipped) if skipped else iter(())
+    return itertools.chain(itertools.islice(all_lines(), start, None), itertools.islice(all_lines(), start))
+
+
+def write_sentences(wiki: Path, dest: Path, room: int, limit: int | None, start: int = 0) -> int:
+    """The Wikipedia lines from ``start`` on in xz streams of ``CHUNK`` lines while they fit in
+    ``room`` bytes (at most ``limit`` lines); how many were written."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    lines = (line for shard in shard_files(wiki) for line in read_lines(shard) if line.strip())
+    lines = wiki_lines(wiki, start)
     written = 0
     with open(dest, "wb") as out:
         while limit is None or written < limit:
@@ -137,7 +156,11 @@ def write_wheels(wheels: list[Path], dest: Path) -> list[str]:
 
 def prepare(folder: Path, plan_path: Path, data: Path | None = None, wheels: list[str] | None = None,
             wheel_cache: Path = REPO_ROOT / ".whl", m2_sentences: int | None = None,
-            wiki_sentences: int | None = None, margin: int = 2**20) -> dict:
+            wiki_sentences: int | None = None, margin: int = 2**20, pack: Path | None = continuation.PACK,
+            wiki_start: int | None = None, min_wiki: int = 700_000, park_bundle: bool = True,
+            limit: int = LIMIT) -> dict:
+    """Pack ``folder``; ``pack`` None starts a new series from scratch (no continuation)."""
+    resumed = continuation.verify(pack) if pack is not None else None  # before anything is spent
     plan = load_plan(plan_path)
     data = default_data_dir(data)
     tmp = folder.with_name(folder.name + ".tmp")
@@ -152,16 +175,29 @@ def prepare(folder: Path, plan_path: Path, data: Path | None = None, wheels: lis
     save_tables(tmp / "lexicon.json.xz")
     names = write_wheels([fetch_wheel(w, wheel_cache) for w in (WHEELS if wheels is None else wheels)],
                          tmp / "wheels.tar.xz")
-    room = LIMIT - margin - tree_bytes() - folder_bytes(tmp) - 4096  # prepared.json
-    if room < 0:
-        raise EditspecError(f"the repository and the folder take {(LIMIT - margin - room) / 2**20:.1f} MiB: over "
-                            f"the {LIMIT / 2**20:.0f} MiB a call carries (less a {margin / 2**20:.1f} MiB margin)")
-    sentences = write_sentences(data / WIKI_DIR, tmp / "data" / WIKI_DIR / "lease.00.txt.xz", room, wiki_sentences)
-    if sentences < min(1000, wiki_sentences or 1000):
-        raise EditspecError(f"room for {sentences} Wikipedia sentences only: free some of the working tree")
+    if park_bundle:
+        park()
+    try:
+        room = limit - margin - tree_bytes() - folder_bytes(tmp) - 4096  # prepared.json
+        if room < 0:
+            raise EditspecError(f"the repository and the folder take {(limit - margin - room) / 2**20:.1f} MiB: over "
+                                f"the {limit / 2**20:.0f} MiB a call carries (less a {margin / 2**20:.1f} MiB margin)")
+        start = wiki_start if wiki_start is not None else int((resumed or {}).get("wiki_next", 0))
+        sentences = write_sentences(data / WIKI_DIR, tmp / "data" / WIKI_DIR / "lease.00.txt.xz", room,
+                                    wiki_sentences, start)
+        if sentences < min(min_wiki, wiki_sentences or min_wiki):
+            raise EditspecError(f"room for {sentences} Wikipedia sentences, fewer than {min_wiki}: the call would "
+                                f"carry too little text (free some of the working tree)")
+    except BaseException:
+        if park_bundle:
+            unpark()
+        raise
     report = {"plan": str(plan_path.resolve().relative_to(REPO_ROOT)), "m2_sentences": counts,
-              "wiki_sentences": sentences, "wheels": names, "folder_bytes": folder_bytes(tmp),
-              "tree_bytes": tree_bytes(), "limit_bytes": LIMIT}
+              "wiki_start": start, "wiki_sentences": sentences, "wheels": names, "folder_bytes": folder_bytes(tmp),
+              "tree_bytes": tree_bytes(), "limit_bytes": limit, "parked": park_bundle,
+              "continuation": None if pack is None else str(pack.resolve().relative_to(REPO_ROOT))
+              if pack.resolve().is_relative_to(REPO_ROOT) else str(pack.resolve()),
+              "resumed": resumed}
     (tmp / "prepared.json").write_text(json.dumps(report, indent=1) + "\n")
     shutil.rmtree(folder, ignore_errors=True)
     tmp.rename(folder)
@@ -207,9 +243,16 @@ def device_calls(folder: Path, plan: dict) -> str:
 def main(args) -> None:
     report = prepare(Path(args.folder), Path(args.plan), Path(args.data_dir) if args.data_dir else None,
                      args.wheel or None, Path(args.wheel_cache), args.m2_sentences, args.wiki_sentences,
-                     int(args.margin_mib * 2**20))
+                     int(args.margin_mib * 2**20), None if args.from_scratch else Path(args.continuation),
+                     args.wiki_start, args.min_wiki_sentences, not args.no_park)
     total = report["tree_bytes"] + report["folder_bytes"]
-    print(f"{args.folder}: {report['folder_bytes'] / 2**20:.2f} MiB ({report['wiki_sentences']} Wikipedia sentences, "
-          f"M2 {report['m2_sentences']}, wheels {', '.join(report['wheels'])}); with the working tree "
-          f"{total / 2**20:.2f} of {LIMIT / 2**20:.0f} MiB")
+    resumed = report["resumed"]
+    print(f"{args.folder}: {report['folder_bytes'] / 2**20:.2f} MiB ({report['wiki_sentences']} Wikipedia sentences "
+          f"from line {report['wiki_start']}, M2 {report['m2_sentences']}, wheels {', '.join(report['wheels'])}); "
+          f"the working tree {report['tree_bytes'] / 2**20:.2f} MiB; the call carries {total / 2**20:.2f} of "
+          f"{LIMIT / 2**20:.0f} MiB")
+    print(f"continues {report['continuation']} (lease {resumed.get('leases', 0) + 1} of the series, "
+          f"{resumed.get('examples', 0):,} pairs seen)" if resumed else "a new series: from scratch")
+    if report["parked"]:
+        print("the shipped bundle is parked (not tracked, ignored) until `join` or `python -m training.lease unpark`")
     print(device_calls(Path(args.folder), load_plan(Path(args.plan))))

@@ -30,9 +30,13 @@ import time
 from pathlib import Path
 
 from editspec.errors import EditspecError
+from training.lease import continuation
 from training.lease.imports import guard
 from training.lease.plan import REPO_ROOT, WHEELS, load_plan
 
+
+
+CONTINUED = "continuation"  # run_dir/continuation: the unpacked continuation checkpoint
 
 
 def read_json(path: Path) -> dict:
@@ -112,6 +116,12 @@ def start(folder: Path, run_dir: Path, plan_path: Path | None, sets: list[str], 
     load_plan(plan_path)  # a plan that cannot load fails here, not in the detached recipe
     run_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
+    prepared = read_json(folder / "prepared.json")
+    if prepared.get("continuation"):  # checked again here: the stable stage starts from it
+        pack = Path(prepared["continuation"])
+        continuation.unpack(pack if pack.is_absolute() else REPO_ROOT / pack, run_dir / CONTINUED)
+    else:  # a new series: nothing an earlier call left on a warm machine
+        shutil.rmtree(run_dir / CONTINUED, ignore_errors=True)
     unpack(folder, run_dir)
     shutil.copy(folder / "prepared.json", run_dir / "prepared.json")
     write_json(run_dir / "lease.json", {"plan": str(plan_path), "sets": sets,
@@ -140,8 +150,11 @@ def stage_command(run_dir: Path, stage: dict, sets: list[str], carried: list[str
         command += ["--guard", ",".join(carried)]
     command += ["training.train", "--config", str(REPO_ROOT / stage["config"]),
                 "--output-dir", str(run_dir / stage["name"]), "--set", f"train.max_minutes={stage['minutes']}"]
-    if stage.get("init_from"):
-        command += ["--init-from", str(run_dir / stage["init_from"] / "best")]
+    if stage.get("init_from"):  # NAME: that stage's best/; NAME/last: its last/ (a stable phase's end)
+        name, _, which = stage["init_from"].partition("/")
+        command += ["--init-from", str(run_dir / name / (which or "best"))]
+    elif stage.get("continue") and (run_dir / CONTINUED / "config.json").is_file():
+        command += ["--init-from", str(run_dir / CONTINUED)]  # else a new series: the recipe's fresh model
     return command + [a for s in [*stage.get("set", []), *sets] for a in ("--set", s)]  # the call's sets win
 
 
