@@ -5,17 +5,21 @@ most 10 minutes, the machine given back 30 s after a call ends unless another fo
 carries the repository and named git-ignored folders (64 MiB in all) and brings back at most 8
 files of 16 MiB. ``python -m training.lease`` fits a whole training into that, in five commands::
 
-    here     prepare    .lease/: M2 files, a Wikipedia slice, the synthetic errors' lexicon and the
-                        missing packages' wheels, sized to the limit; prints the device calls
-    device   start      unpack, install the wheels, start the plan's stages detached, return  (~0.5 min)
+    here     prepare    check the continuation checkpoint, park the shipped bundle; .lease/: M2 files,
+                        this lease's Wikipedia slice (>= 700k sentences), the lexicon, the wheels;
+                        prints the device call (refused when it would carry too much or too little)
+    device   start      unpack (the continuation checked again), install the wheels, start the
+                        plan's stages detached, return  (~0.5 min)
     device   wait       follow the log for up to the plan's minutes, returning when it ends
-    device   collect    stop what still runs, ship bf16, dev loss, shards + manifest -> $OUT  (~0.5 min)
-    here     join       check the sha256s, rebuild the bundle, load it with Corrector
+    device   collect    stop what still runs, ship bf16, dev loss, shards (xz) + manifest -> $OUT
+    here     join       check the sha256s, rebuild the bundle, pack the new continuation checkpoint,
+                        unpark, load it with Corrector, add the lease's row to reports/lease-log.md
 
-The plan (configs/lease-gpu.yaml, 15 minutes): the shipped T5 continued on synthetic errors,
-fine-tuned on W&I + FCE, then EdiT5 heads on that T5's own encoder; each stage ends by the clock;
-start, wait and collect run in one call (``one_call``). configs/lease-gpu-30min.yaml: a 12+4-layer
-T5 from scratch in four calls, for a 30-minute lease.
-Modules: plan (the plan file), prepare, run (start, the detached recipe, wait), collect, shards
-(split and join), imports (the lent machine's packages, checked in CPU runs).
+The plan (configs/lease-gpu.yaml): a warmup-stable-decay schedule across leases. Its stable stage
+continues the series from training/continuation/t5.tar.xz (``continuation``); a decay stage and a
+fine-tuning stage, chosen by the approximate dev F0.5 (training.dev), give the candidate, which is
+evaluated with ERRANT here and shipped only if it beats the shipped T5 (paired bootstrap).
+Modules: plan (the plan file), prepare, park (the bundle out of what travels), continuation, run
+(start, the detached recipe, wait), collect, shards (split and join), imports (the lent machine's
+packages, checked in CPU runs), join.
 """
