@@ -17,6 +17,7 @@ from datetime import date
 from pathlib import Path
 
 from editspec.corrector import Corrector
+from editspec.errors import EditspecError
 from training.lease import continuation
 from training.lease.park import unpark
 from training.lease.shards import join
@@ -75,6 +76,8 @@ def main(src: Path, dest: Path, pack: Path = continuation.PACK, log: Path | None
         log.parent.mkdir(parents=True, exist_ok=True)
         if not log.exists():
             log.write_text("# Lease log\n\nOne row per GPU lease (`python -m training.lease join` adds it).\n\n" + HEADER)
+        elif HEADER.splitlines()[0] not in log.read_text():
+            raise EditspecError(f"{log} has no lease table to add the row to")
         with open(log, "a", encoding="utf-8") as f:
             f.write(row)
     print(row, end="")
