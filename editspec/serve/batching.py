@@ -10,6 +10,10 @@ Under load the requests that arrive while a batch runs form the next batch, so t
 only when the server is idle. A batch holds at most ``max_texts`` texts, except that one request
 is never split. The model (``Corrector``) is not thread-safe and sees one batch at a time. The
 result of a text does not depend on its batch: ``Corrector`` corrects each sentence on its own.
+
+Nothing in one request fails another: a batch that raises is run again request by request, and
+only the request whose texts raise gets the error. A request whose future is cancelled (its
+client left, or the server is shutting down) before its batch starts is skipped.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ class Batcher:
         self._closing = False
         self.batches = 0  # batches run, and the texts in them (for /health and the tests)
         self.texts = 0
+        self.dropped = 0  # requests skipped because their future was cancelled before their batch
 
     async def start(self) -> None:
         self._ready, self._full = asyncio.Event(), asyncio.Event()
@@ -90,21 +95,32 @@ class Batcher:
                 count += len(request.texts)
             if self._queued() < self.max_texts:
                 self._full.clear()
-            batch = [r for r in batch if not r.future.done()]  # a client that left: skip its texts
+            live = [r for r in batch if not r.future.done()]  # a client that left: skip its texts
+            self.dropped += len(batch) - len(live)
+            batch = live
             if not batch:
                 continue
-            texts = [t for r in batch for t in r.texts]
-            try:
-                results = await loop.run_in_executor(self._executor, self.correct, texts)
-            except Exception as e:  # every request of the batch gets the error
-                for r in batch:
-                    if not r.future.done():
-                        r.future.set_exception(e)
-                continue
-            self.batches += 1
-            self.texts += len(texts)
-            at = 0
+            await self._run_batch(loop, batch)
+
+    async def _run_batch(self, loop: asyncio.AbstractEventLoop, batch: list[_Request]) -> None:
+        """Run ``batch``; if it fails, run each request alone, so that a text that fails the model
+        fails only its own request (each request gets its own results or its own error)."""
+        texts = [t for r in batch for t in r.texts]
+        try:
+            results = await loop.run_in_executor(self._executor, self.correct, texts)
+        except Exception as e:
+            if len(batch) == 1:
+                if not batch[0].future.done():
+                    batch[0].future.set_exception(e)
+                return
             for r in batch:
                 if not r.future.done():
-                    r.future.set_result(list(results[at:at + len(r.texts)]))
-                at += len(r.texts)
+                    await self._run_batch(loop, [r])
+            return
+        self.batches += 1
+        self.texts += len(texts)
+        at = 0
+        for r in batch:
+            if not r.future.done():
+                r.future.set_result(list(results[at:at + len(r.texts)]))
+            at += len(r.texts)
