@@ -43,7 +43,7 @@ from starlette.routing import Route
 from editspec.errors import EditspecError
 from editspec.serve import bounds, languagetool
 from editspec.serve.batching import Batcher
-from editspec.serve.guard import LOCAL_HOSTS, BodyDeadline, BodyTooSlow, OriginGuard
+from editspec.serve.guard import LOCAL_HOSTS, BodyDeadline, BodyTooSlow, CollapseSlashes, OriginGuard
 from editspec.text import error_types
 from editspec.text.diff import Correction
 
@@ -233,7 +233,7 @@ def create_app(correct_detailed: Callable[[list[str]], list[Correction]], *, inf
     if allow_origins:
         middleware.append(Middleware(CORSMiddleware, allow_origins=list(allow_origins),
                                      allow_methods=["GET", "POST"], allow_headers=["Content-Type"]))
-    middleware.append(Middleware(BodyDeadline, seconds=body_timeout))
+    middleware += [Middleware(BodyDeadline, seconds=body_timeout), Middleware(CollapseSlashes)]
     routes = [Route("/", index), Route("/health", health), Route("/v1/correct", correct_v1, methods=["POST"]),
               Route("/v2/languages", languages_v2), Route("/v2/check", check_v2, methods=["GET", "POST"])]
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,

@@ -54,6 +54,7 @@ class Batcher:
         """Finish what is queued, then stop."""
         self._closing = True
         self._ready.set()
+        self._full.set()  # cut a batching wait short
         if self._task is not None:
             await self._task
         self._executor.shutdown(wait=True)

@@ -12,12 +12,15 @@ The Host check is Starlette's ``TrustedHostMiddleware`` and the answers to allow
 pages are its ``CORSMiddleware``. Two small pieces are hand-written because neither library has
 them: ``OriginGuard`` (CORSMiddleware only adds headers; it still runs a cross-origin simple
 request) and ``BodyDeadline`` (uvicorn has no timeout on a request body that trickles in).
+``CollapseSlashes`` serves ``//v2/check`` as ``/v2/check``: ltex-ls-plus appends "/v2/check" to
+the server URI its users set, which LTeX's documentation gives with a trailing slash.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Sequence
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -95,3 +98,16 @@ class BodyDeadline:
             return message
 
         await self.app(scope, timed_receive, send)
+
+
+class CollapseSlashes:
+    """``//v2//check`` is routed as ``/v2/check``."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and "//" in scope["path"]:
+            scope = {**scope, "path": re.sub("/{2,}", "/", scope["path"])}
+            scope.pop("raw_path", None)
+        await self.app(scope, receive, send)
