@@ -89,7 +89,8 @@ def run_serve(args) -> int:
     error_types.annotator()
     corrector.correct_detailed(["Warm up."])  # first-call costs (kernels, caches) before the port opens
     info = {"mode": corrector.mode, "device": str(corrector.device), "max_chars": args.max_chars,
-            "max_sentence_chars": args.max_sentence_chars}
+            "max_sentence_chars": args.max_sentence_chars, "header_timeout": args.header_timeout,
+            "body_timeout": args.body_timeout}
     hosts = None if args.allow_host is None else ["localhost", "127.0.0.1", "[::1]", *args.allow_host]
     app = create_app(corrector.correct_detailed, info=info, max_chars=args.max_chars,
                      max_batch=args.max_batch, max_wait=args.batch_wait_ms / 1000,

@@ -121,7 +121,9 @@ def create_app(correct_detailed: Callable[[list[str]], list[Correction]], *, inf
         try:
             yield
         finally:
-            await batcher.stop()  # after uvicorn has let the requests in flight finish
+            # after uvicorn has let the requests in flight finish; after a SIGTERM every request
+            # has had its answer (200 or 503), so a batch still running is left to exit with us
+            await batcher.stop(abandon=shutdown.started)
 
     def check_size(texts: Sequence[str]) -> None:
         if sum(len(t) for t in texts) > max_chars:

@@ -19,7 +19,8 @@ client left, or the server is shutting down) before its batch starts is skipped.
 from __future__ import annotations
 
 import asyncio
-from concurrent.futures import ThreadPoolExecutor
+import queue
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -39,7 +40,8 @@ class Batcher:
             raise ValueError("max_texts must be at least 1")
         self.correct, self.max_texts, self.max_wait = correct, max_texts, max_wait
         self._queue: list[_Request] = []
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="editspec-model")
+        self._jobs: queue.Queue = queue.Queue()
+        self._worker = threading.Thread(target=self._work, name="editspec-model", daemon=True)
         self._task: asyncio.Task | None = None
         self._closing = False
         self.batches = 0  # batches run, and the texts in them (for /health and the tests)
@@ -48,16 +50,34 @@ class Batcher:
 
     async def start(self) -> None:
         self._ready, self._full = asyncio.Event(), asyncio.Event()
+        self._worker.start()
         self._task = asyncio.create_task(self._run())
 
-    async def stop(self) -> None:
-        """Finish what is queued, then stop."""
+    async def stop(self, abandon: bool = False) -> None:
+        """Finish what is queued, then stop; ``abandon``: stop at once, leaving a batch that runs
+        to the worker thread (a daemon: it does not hold the process's exit), for when every
+        request has been answered already (a shutdown's 503s)."""
         self._closing = True
         self._ready.set()
         self._full.set()  # cut a batching wait short
         if self._task is not None:
-            await self._task
-        self._executor.shutdown(wait=True)
+            if abandon:
+                self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+        self._jobs.put(None)
+
+    def _work(self) -> None:
+        """The model thread: runs each job in turn and hands its result back to the loop."""
+        while (job := self._jobs.get()) is not None:
+            loop, future, texts = job
+            try:
+                result, error = self.correct(texts), None
+            except Exception as e:
+                result, error = None, e
+            loop.call_soon_threadsafe(_settle, future, result, error)
 
     async def submit(self, texts: list[str]) -> list:
         """The results of ``texts``, once the batch they join has run."""
@@ -108,7 +128,9 @@ class Batcher:
         fails only its own request (each request gets its own results or its own error)."""
         texts = [t for r in batch for t in r.texts]
         try:
-            results = await loop.run_in_executor(self._executor, self.correct, texts)
+            future = loop.create_future()
+            self._jobs.put((loop, future, texts))
+            results = await future
         except Exception as e:
             if len(batch) == 1:
                 if not batch[0].future.done():
@@ -125,3 +147,12 @@ class Batcher:
             if not r.future.done():
                 r.future.set_result(list(results[at:at + len(r.texts)]))
             at += len(r.texts)
+
+
+def _settle(future: asyncio.Future, result: Any, error: Exception | None) -> None:
+    if future.done():  # the batcher was cancelled meanwhile
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
