@@ -174,3 +174,12 @@ def test_fault_probes_on_a_tiny_server(corrector):
         target = faults.Target(port)
         results = faults.run(target, ["surrogate", "slow-body", "origin", "idle"], quick=True)
     assert results == {"surrogate": True, "slow-body": True, "origin": True, "idle": True}
+
+
+def test_serve_options_and_defaults():
+    from editspec.cli import build_parser
+
+    args = build_parser().parse_args(["serve", "--cors-origin", "https://a.example", "--allow-host", "my.lan"])
+    assert args.allow_origin == ["https://a.example"] and args.allow_host == ["my.lan"]
+    assert (args.limit_concurrency, args.backlog, args.timeout_keep_alive, args.header_timeout,
+            args.body_timeout, args.graceful_timeout, args.max_sentence_chars) == (256, 256, 5.0, 10.0, 10.0, 30.0, 1000)
