@@ -174,7 +174,8 @@ def probe_idle(t: Target, quick: bool) -> tuple[bool, str]:
         for s in socks:
             s.close()
     ok = t.good_holds(GOOD[1])
-    return closed == n and ok, f"{closed}/{n} idle connections closed by the server; good request {'held' if ok else 'broken'}"
+    detail = f"{closed}/{n} idle connections closed by the server; good request {'held' if ok else 'broken'}"
+    return closed == n and ok, detail
 
 
 def probe_slow_headers(t: Target, quick: bool) -> tuple[bool, str]:

@@ -2,8 +2,8 @@
 
 Each subcommand builds its parser in its own module (cli/correct.py, data.py, eval.py, profile.py,
 serve.py; the options they share in cli/model_options.py), whose work imports what it needs lazily
-so that ``editspec --help`` stays instant. Expected failures raise ``EditspecError`` and become one line on stderr and exit
-status 2; ``--debug`` shows the traceback.
+so that ``editspec --help`` stays instant. Expected failures raise ``EditspecError`` and become
+one line on stderr and exit status 2; ``--debug`` shows the traceback.
 """
 
 from __future__ import annotations

@@ -73,14 +73,15 @@ def _long_sentences(text: str, a: int, b: int, limit: int) -> list[tuple[int, in
     return [(a + s, a + e) for s, e in segment.sentences(text[a:b]) if e - s > limit]
 
 
-def checker(correct_detailed: Callable[[list[str]], list[Correction]], max_sentence_chars: int,
-            sentences: bool = True) -> Callable[[list[str]], list[Checked]]:
+def checker(correct_detailed: Callable[[list[str]], list[Correction]],
+            max_sentence_chars: int) -> Callable[[list[str]], list[Checked]]:
     """``texts -> [Checked]``, what the batcher runs on its worker thread: the pieces to correct
     of every text in one ``correct_detailed`` call, their edits typed by ERRANT piece by piece."""
 
     def run(texts: list[str]) -> list[Checked]:
         plans = [pieces(t, max_sentence_chars) for t in texts]
-        todo = [t[p.start:p.end] for t, plan in zip(texts, plans) for p in plan if p.correct and t[p.start:p.end].strip()]
+        todo = [t[p.start:p.end] for t, plan in zip(texts, plans) for p in plan
+                if p.correct and t[p.start:p.end].strip()]
         done = correct_detailed(todo) if todo else []
         typed = iter(zip(done, error_types.classify(done)))
         out = []
@@ -97,7 +98,7 @@ def checker(correct_detailed: Callable[[list[str]], list[Correction]], max_sente
                 output.append(c.output)
                 edits += [Edit(e.start + p.start, e.end + p.start, e.original, e.correction) for e in c.edits]
                 types += kinds
-                if sentences and c.edits:
+                if c.edits:
                     spans += [(p.start + s, p.start + e) for s, e in segment.sentences(piece)]
             out.append(Checked(Correction(text, "".join(output), edits), types, sorted(spans)))
         return out

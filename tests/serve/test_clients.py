@@ -58,10 +58,12 @@ def test_ltex_ls(client):
 
 
 def test_ltex_ls_plus(client):
-    # ltex-plus/ltex-ls-plus src/main/kotlin/org/bsplines/ltexls/languagetool/LanguageToolHttpInterface.kt:
+    # ltex-plus/ltex-ls-plus
+    # src/main/kotlin/org/bsplines/ltexls/languagetool/LanguageToolHttpInterface.kt:
     # the same request, to URI(uriString + "/v2/check"): "//v2/check" when the configured URI
     # ends with a slash, as LTeX's documentation writes it ("http://localhost:8081/")
-    r = client.post("http://localhost:8081//v2/check", content=ltex_body(), headers={"Content-Type": "application/json"})
+    r = client.post("http://localhost:8081//v2/check", content=ltex_body(),
+                    headers={"Content-Type": "application/json"})
     assert_ltex_reads(r)
 
 

@@ -182,4 +182,5 @@ def test_serve_options_and_defaults():
     args = build_parser().parse_args(["serve", "--cors-origin", "https://a.example", "--allow-host", "my.lan"])
     assert args.allow_origin == ["https://a.example"] and args.allow_host == ["my.lan"]
     assert (args.limit_concurrency, args.backlog, args.timeout_keep_alive, args.header_timeout,
-            args.body_timeout, args.graceful_timeout, args.max_sentence_chars) == (256, 256, 5.0, 10.0, 10.0, 30.0, 1000)
+            args.body_timeout, args.graceful_timeout, args.max_sentence_chars) == \
+        (256, 256, 5.0, 10.0, 10.0, 30.0, 1000)
