@@ -3,6 +3,7 @@ a ``[-old-]{+new+}`` diff or JSON lines with character-offset edits."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -12,6 +13,7 @@ from typing import Iterable, Iterator
 
 from tqdm import tqdm
 
+from editspec.cli.model_options import add_correction_options, add_model_options, corrector_from_args
 from editspec.errors import EditspecError
 from editspec.files import Line, atomic_output, open_input, read_blocks
 from editspec.text import error_types
@@ -20,6 +22,23 @@ from editspec.text.diff import Correction
 RED, GREEN, RESET = "\x1b[31m", "\x1b[32m", "\x1b[0m"
 # line breaks to str.splitlines and JavaScript besides those JSON escapes anyway (controls < 0x20)
 LINE_BREAKS = {ord(c): f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """The ``correct`` subcommand with its options (the model options included)."""
+    p = sub.add_parser("correct", help="correct the text of a file (one output line per input line)")
+    p.add_argument("input", help="input text file, or - for stdin")
+    p.add_argument("-o", "--output", default="-", help="output file (written atomically), - for stdout")
+    p.add_argument("--format", choices=("text", "jsonl", "diff"), default="text")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                   help="colour for --format diff")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--max-length", type=int, default=None,
+                   help="longest model input in tokens with EOS; longer sentences are split "
+                        "(default: the length the models were trained with)")
+    add_model_options(p)
+    add_correction_options(p)
+    return p
 
 
 def json_line(value: dict) -> str:
@@ -54,7 +73,6 @@ def run_correct(args) -> int:
     --nproc-per-node N -m editspec correct ...`` or ``accelerate launch``), each process corrects
     its share of every block of lines (``accelerate``'s ``split_between_processes``: contiguous,
     the first to process 0) and process 0 gathers the shares and writes them in the input's order."""
-    from editspec.cli import corrector_from_args  # the package imports this module
 
     state = _processes(args)
     main = state is None or state.is_main_process

@@ -57,7 +57,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def load_corrector(args: argparse.Namespace):
     """The Corrector the eval options describe (a seam the tests replace)."""
-    from editspec.cli import corrector_from_args  # the package imports this module
+    from editspec.cli.model_options import corrector_from_args
 
     return corrector_from_args(args)
 

@@ -3,13 +3,60 @@
     editspec serve --port 8081            # http://127.0.0.1:8081/ the page, /v2/check for clients
 
 Everything loads before uvicorn binds, so a client that can connect gets answers at full speed
-(``GET /health`` says ready). uvicorn handles SIGTERM and Ctrl-C: it stops accepting, lets the
-requests in flight finish, then the app's lifespan stops the batcher.
+(``GET /health`` says ready). Connections are bounded with uvicorn's own settings
+(``limit_concurrency``: 503 beyond it; ``timeout_keep_alive``; ``backlog``;
+``h11_max_incomplete_event_size``) plus a deadline on request headers (serve/server.py) and on
+request bodies (serve/guard.py). On SIGTERM or Ctrl-C uvicorn stops accepting and lets the
+requests in flight finish for ``--graceful-timeout`` seconds; the app answers 503 to those that
+cannot finish in time (serve/app.py ``Shutdown``), then the app's lifespan stops the batcher.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
+
+from editspec.cli.model_options import add_correction_options, add_model_options
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """The ``serve`` subcommand with its options (the model options included)."""
+    p = sub.add_parser("serve", help="correction server: JSON API, LanguageTool's /v2 API, a web page")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: this machine only)")
+    p.add_argument("--port", type=int, default=8081)
+    p.add_argument("--allow-host", action="append", default=None, metavar="NAME",
+                   help="also answer requests whose Host header names NAME (repeatable; * for any; "
+                        "default: localhost, 127.0.0.1 and [::1] only, against DNS rebinding)")
+    p.add_argument("--allow-origin", "--cors-origin", dest="allow_origin", action="append", default=None,
+                   metavar="ORIGIN",
+                   help="allow browser pages of this origin (https://example.org) to call the API "
+                        "(repeatable; * for any; default: only the server's own page)")
+    p.add_argument("--max-chars", type=int, default=20000, help="most characters in one request (else 413)")
+    p.add_argument("--max-sentence-chars", type=int, default=1000,
+                   help="a longer sentence is left as written (no matches), which bounds what one "
+                        "request costs")
+    p.add_argument("--max-batch", type=int, default=32, help="most texts corrected together")
+    p.add_argument("--batch-wait-ms", type=float, default=2.0,
+                   help="how long an idle server waits for more requests to batch with the first")
+    p.add_argument("--max-length", type=int, default=None,
+                   help="longest model input in tokens with EOS (default: the models' training length)")
+    p.add_argument("--graceful-timeout", type=float, default=30.0,
+                   help="on SIGTERM, seconds to let requests in flight finish (those that cannot "
+                        "get 503)")
+    p.add_argument("--limit-concurrency", type=int, default=256,
+                   help="most open connections and requests at once; beyond, 503 at once")
+    p.add_argument("--backlog", type=int, default=256, help="most connections waiting to be accepted")
+    p.add_argument("--timeout-keep-alive", type=float, default=5.0,
+                   help="seconds an idle keep-alive connection stays open")
+    p.add_argument("--header-timeout", type=float, default=10.0,
+                   help="seconds a connection has to send a request's headers (else closed)")
+    p.add_argument("--body-timeout", type=float, default=10.0,
+                   help="seconds a request has to send its body (else 408)")
+    p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
+    add_model_options(p)
+    add_correction_options(p)
+    return p
+
 
 def run_serve(args) -> int:
     from editspec.errors import EditspecError
@@ -18,15 +65,21 @@ def run_serve(args) -> int:
         import uvicorn
 
         from editspec.serve.app import create_app
+        from editspec.serve.server import Server, with_header_timeout
     except ImportError as e:
         raise EditspecError(f"editspec serve needs the serve extra ({e.name} is missing): "
                             f"pip install 'editspec[serve]'")
     for name, value, low in (("--port", args.port, 0), ("--max-chars", args.max_chars, 1),
-                             ("--max-batch", args.max_batch, 1), ("--batch-wait-ms", args.batch_wait_ms, 0)):
+                             ("--max-sentence-chars", args.max_sentence_chars, 1),
+                             ("--max-batch", args.max_batch, 1), ("--batch-wait-ms", args.batch_wait_ms, 0),
+                             ("--graceful-timeout", args.graceful_timeout, 0),
+                             ("--limit-concurrency", args.limit_concurrency, 1), ("--backlog", args.backlog, 1),
+                             ("--timeout-keep-alive", args.timeout_keep_alive, 0),
+                             ("--header-timeout", args.header_timeout, 0), ("--body-timeout", args.body_timeout, 0)):
         if value < low:
             raise EditspecError(f"{name} must be at least {low}")
     # imported here, not at the top: bad options fail before seconds of torch
-    from editspec.cli import corrector_from_args
+    from editspec.cli.model_options import corrector_from_args
     from editspec.text import error_types
     from editspec.text.spelling import load_speller
 
@@ -35,11 +88,21 @@ def run_serve(args) -> int:
         load_speller()
     error_types.annotator()
     corrector.correct_detailed(["Warm up."])  # first-call costs (kernels, caches) before the port opens
-    info = {"mode": corrector.mode, "device": str(corrector.device), "max_chars": args.max_chars}
+    info = {"mode": corrector.mode, "device": str(corrector.device), "max_chars": args.max_chars,
+            "max_sentence_chars": args.max_sentence_chars, "header_timeout": args.header_timeout,
+            "body_timeout": args.body_timeout}
+    hosts = None if args.allow_host is None else ["localhost", "127.0.0.1", "[::1]", *args.allow_host]
     app = create_app(corrector.correct_detailed, info=info, max_chars=args.max_chars,
                      max_batch=args.max_batch, max_wait=args.batch_wait_ms / 1000,
-                     cors_origins=args.cors_origin or ())
+                     max_sentence_chars=args.max_sentence_chars, allow_hosts=hosts,
+                     allow_origins=args.allow_origin or (), body_timeout=args.body_timeout)
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level,
+                            http=with_header_timeout(args.header_timeout),
+                            limit_concurrency=args.limit_concurrency, backlog=args.backlog,
+                            timeout_keep_alive=args.timeout_keep_alive,
+                            h11_max_incomplete_event_size=16 * 1024,  # headers; bodies are bounded by the app
+                            timeout_graceful_shutdown=args.graceful_timeout)
     print(f"editspec: serving {corrector.mode} on http://{args.host}:{args.port}/", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
-                timeout_graceful_shutdown=args.graceful_timeout)
+    Server(config, on_exit=lambda: app.state.shutdown.begin(args.graceful_timeout)).run()
     return 0
+

@@ -8,37 +8,48 @@
     GET  /v2/languages, GET /health, GET / (the page)
 
 Every text goes through one ``Batcher`` around one ``Corrector``: ``correct_detailed`` on the
-batch, then ERRANT types for the edits, on the worker thread. Offsets in ``/v1`` are Python
-string indices (code points); ``/v2`` counts UTF-16 units as LanguageTool does.
+batch, then ERRANT types for the edits, on the worker thread (never on the event loop, so that
+``/health`` and other requests are answered while the model works). What one text may cost is
+bounded (``bounds.py``: over-long sentences and runs are left as written). Offsets in ``/v1``
+are Python string indices (code points); ``/v2`` counts UTF-16 units as LanguageTool does.
 
-Bad input is one JSON error ``{"error": "..."}``: 413 when the texts of a request hold more than
-``max_chars`` characters (or the body is larger than any such request can be), 400 for a
-malformed body, a missing field, bytes that are not UTF-8, or an unknown language. The app never
-opens a file a request names: the model and page are fixed when it starts.
+Bad input is one JSON error ``{"error": "..."}`` and never fails another request: 413 when the
+texts of a request hold more than ``max_chars`` characters (or the body is larger than any such
+request can be), 400 for a malformed body, a missing field, JSON nested too deep, bytes that are
+not UTF-8, a lone surrogate, or an unknown language; 408 for a body that trickles in slower than
+``body_timeout``; 403/400 for a foreign browser origin or Host name (``guard.py``); 503 for a
+request that cannot finish before a shutdown's grace period ends. A client that leaves before
+its answer costs one log line, and its texts are dropped if their batch has not started. The app
+never opens a file a request names: the model and page are fixed when it starts.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-import urllib.parse
+import logging
 from contextlib import asynccontextmanager
 from importlib import resources
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.requests import Request
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from editspec.errors import EditspecError
-from editspec.serve import languagetool
+from editspec.serve import bounds, languagetool
 from editspec.serve.batching import Batcher
+from editspec.serve.guard import LOCAL_HOSTS, BodyDeadline, BodyTooSlow, CollapseSlashes, OriginGuard
 from editspec.text import error_types
 from editspec.text.diff import Correction
 
 DEFAULT_MAX_CHARS = 20_000  # LanguageTool's own limit for a free check
+DEFAULT_MAX_SENTENCE_CHARS = 1_000  # longer: left as written (bounds.py)
+log = logging.getLogger("uvicorn.error").getChild("editspec")  # printed with uvicorn's own lines
 
 
 class HTTPError(Exception):
@@ -47,12 +58,24 @@ class HTTPError(Exception):
         self.status = status
 
 
-def classified(correct_detailed: Callable[[list[str]], list[Correction]]) -> Callable:
-    """``texts -> [(Correction, [type of each edit])]``: what the batcher runs."""
-    def run(texts: list[str]) -> list[tuple[Correction, list[str]]]:
-        corrections = correct_detailed(texts)
-        return list(zip(corrections, error_types.classify(corrections)))
-    return run
+class ClientLeft(Exception):
+    """The client disconnected before its answer was ready."""
+
+
+class Shutdown:
+    """A shutdown in progress: requests not answered by ``deadline`` get 503 instead of waiting
+    for uvicorn to cancel them (which would answer 500) at the end of the grace period."""
+
+    def __init__(self) -> None:
+        self.started = False
+        self.expired = asyncio.Event()
+
+    def begin(self, grace: float) -> None:
+        """Called on the event loop when SIGTERM arrives (cli/serve.py); idempotent."""
+        if not self.started:
+            self.started = True
+            # answer 503 with time to spare before uvicorn cancels what is left at ``grace``
+            asyncio.get_running_loop().call_later(max(0.0, min(grace * 0.8, grace - 1.0)), self.expired.set)
 
 
 def edit_dict(edit, error_type: str) -> dict:
@@ -61,11 +84,34 @@ def edit_dict(edit, error_type: str) -> dict:
             "message": error_types.message(error_type), "shortMessage": error_types.short_message(error_type)}
 
 
+def check_unicode(texts: Sequence[str]) -> None:
+    """400 for a text that is not Unicode text (a lone surrogate, as JSON's "\\ud800" makes)."""
+    for t in texts:
+        try:
+            t.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise HTTPError(400, f"text holds a lone surrogate (U+{ord(t[e.start]):04X} at index {e.start}): "
+                                 f"not valid Unicode text")
+
+
+def parse_json(raw: str, what: str):
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise HTTPError(400, f"{what} is JSON nested too deep")
+
+
 def create_app(correct_detailed: Callable[[list[str]], list[Correction]], *, info: dict | None = None,
                max_chars: int = DEFAULT_MAX_CHARS, max_batch: int = 32, max_wait: float = 0.002,
-               cors_origins: Sequence[str] = ()) -> Starlette:
-    """The app around ``correct_detailed`` (``Corrector.correct_detailed``), loaded beforehand."""
-    batcher = Batcher(classified(correct_detailed), max_texts=max_batch, max_wait=max_wait)
+               max_sentence_chars: int = DEFAULT_MAX_SENTENCE_CHARS,
+               allow_hosts: Sequence[str] | None = None, allow_origins: Sequence[str] = (),
+               body_timeout: float = 10.0) -> Starlette:
+    """The app around ``correct_detailed`` (``Corrector.correct_detailed``), loaded beforehand.
+    ``allow_hosts``: Host names served (default: localhost's; ``*``: any); ``allow_origins``:
+    browser origins besides the server's own (``*``: any)."""
+    batcher = Batcher(bounds.checker(correct_detailed, max_sentence_chars), max_texts=max_batch,
+                      max_wait=max_wait)
+    shutdown = Shutdown()
     max_bytes = 12 * max_chars + 65_536  # a 4-byte character percent-encoded is 12 bytes
     page = resources.files("editspec.serve").joinpath("page/index.html").read_text(encoding="utf-8")
 
@@ -75,7 +121,9 @@ def create_app(correct_detailed: Callable[[list[str]], list[Correction]], *, inf
         try:
             yield
         finally:
-            await batcher.stop()  # after uvicorn has let the requests in flight finish
+            # after uvicorn has let the requests in flight finish; after a SIGTERM every request
+            # has had its answer (200 or 503), so a batch still running is left to exit with us
+            await batcher.stop(abandon=shutdown.started)
 
     def check_size(texts: Sequence[str]) -> None:
         if sum(len(t) for t in texts) > max_chars:
@@ -93,77 +141,106 @@ def create_app(correct_detailed: Callable[[list[str]], list[Correction]], *, inf
             chunks.append(chunk)
         return b"".join(chunks)
 
+    async def disconnected(request: Request) -> None:
+        """Returns once the client has gone (after its body was read)."""
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    async def check(request: Request, texts: list[str]) -> list[bounds.Checked]:
+        """The batcher's results for ``texts``, unless the client leaves or the shutdown's
+        deadline comes first (then its texts are dropped if their batch has not started)."""
+        if shutdown.started:
+            raise HTTPError(503, "server is shutting down; try again shortly")
+        work = asyncio.ensure_future(batcher.submit(texts))
+        gone = asyncio.ensure_future(disconnected(request))
+        late = asyncio.ensure_future(shutdown.expired.wait())
+        try:
+            await asyncio.wait({work, gone, late}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+            late.cancel()
+        if work.done():
+            try:
+                return work.result()
+            except Exception as e:  # this request's texts failed the model; no other request did
+                log.error("correction failed for one request (%d texts): %s: %s", len(texts), type(e).__name__, e)
+                raise HTTPError(500, f"correction failed: {type(e).__name__}")
+        work.cancel()
+        if late.done() and not gone.done():
+            raise HTTPError(503, "server is shutting down; the request could not finish in time")
+        raise ClientLeft()
+
     async def index(request: Request) -> Response:
         return HTMLResponse(page)
 
     async def health(request: Request) -> Response:
-        return JSONResponse({"status": "ready", **(info or {}), "batches": batcher.batches,
-                             "texts": batcher.texts})
+        return JSONResponse({"status": "shutting down" if shutdown.started else "ready", **(info or {}),
+                             "batches": batcher.batches, "texts": batcher.texts})
 
     async def correct_v1(request: Request) -> Response:
         raw = await body(request)
         try:
-            payload = json.loads(raw.decode("utf-8"))
+            payload = parse_json(raw.decode("utf-8"), "request body")
         except UnicodeDecodeError:
             raise HTTPError(400, "request body is not UTF-8")
         except ValueError:
             raise HTTPError(400, 'request body is not JSON; send {"texts": ["..."]}')
-        texts = payload.get("texts") if isinstance(payload, dict) else None
-        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+        if not isinstance(payload, dict) or "texts" not in payload:
             raise HTTPError(400, 'missing field: send {"texts": ["..."]}, a list of strings')
+        texts = payload["texts"]
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            raise HTTPError(400, "'texts' must be a list of strings")
         check_size(texts)
-        results = await batcher.submit(texts)
+        check_unicode(texts)
+        results = await check(request, texts)
         return JSONResponse({"corrections": [
-            {"input": c.input, "output": c.output, "edits": [edit_dict(e, t) for e, t in zip(c.edits, types)]}
-            for c, types in results]})
+            {"input": r.correction.input, "output": r.correction.output,
+             "edits": [edit_dict(e, t) for e, t in zip(r.correction.edits, r.types)]}
+            for r in results]})
 
     async def languages_v2(request: Request) -> Response:
         return JSONResponse(languagetool.languages())
 
     async def check_v2(request: Request) -> Response:
-        params = form(request.scope.get("query_string", b""), "")
-        if request.method == "POST":
-            params.update(form(await body(request), request.headers.get("content-type", "")))
+        raw = await body(request) if request.method == "POST" else b""
         try:
+            params = languagetool.parameters(request.scope.get("query_string", b""), raw)
             code, name = languagetool.language(params.get("language"))
             doc = languagetool.document(params.get("text"), params.get("data"))
+            options = languagetool.Options.from_params(params)
+        except RecursionError:
+            raise HTTPError(400, "'data' is JSON nested too deep")
         except EditspecError as e:
             raise HTTPError(400, str(e))
         check_size([doc.text])
-        [(correction, types)] = await batcher.submit([doc.text])
-        found = languagetool.matches(
-            doc, correction, types,
-            enabled=languagetool.rule_set(params.get("enabledRules")),
-            disabled=languagetool.rule_set(params.get("disabledRules")),
-            enabled_only=params.get("enabledOnly", "").lower() == "true",
-            enabled_categories=languagetool.rule_set(params.get("enabledCategories")),
-            disabled_categories=languagetool.rule_set(params.get("disabledCategories")))
+        check_unicode([doc.document])  # the text and its markup: all of it is echoed back
+        [result] = await check(request, [doc.text])
+        found = languagetool.matches(doc, result.correction, result.types, result.sentences, options)
         return JSONResponse(languagetool.response(code, name, found))
 
     async def http_error(request: Request, exc: HTTPError) -> Response:
         return JSONResponse({"error": str(exc)}, status_code=exc.status)
 
-    middleware = []
-    if cors_origins:
-        middleware.append(Middleware(CORSMiddleware, allow_origins=list(cors_origins),
+    async def too_slow(request: Request, exc: BodyTooSlow) -> Response:
+        return JSONResponse({"error": str(exc)}, status_code=408, headers={"Connection": "close"})
+
+    async def client_left(request: Request, exc: Exception) -> Response:
+        client = f"{request.client.host}:{request.client.port}" if request.client else "a client"
+        log.info("%s left before its answer (%s %s); its work was dropped", client, request.method, request.url.path)
+        return Response(status_code=499)  # never sent: nobody is listening
+
+    hosts = list(allow_hosts) if allow_hosts is not None else list(LOCAL_HOSTS)
+    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=hosts),
+                  Middleware(OriginGuard, allowed=list(allow_origins))]
+    if allow_origins:
+        middleware.append(Middleware(CORSMiddleware, allow_origins=list(allow_origins),
                                      allow_methods=["GET", "POST"], allow_headers=["Content-Type"]))
+    middleware += [Middleware(BodyDeadline, seconds=body_timeout), Middleware(CollapseSlashes)]
     routes = [Route("/", index), Route("/health", health), Route("/v1/correct", correct_v1, methods=["POST"]),
               Route("/v2/languages", languages_v2), Route("/v2/check", check_v2, methods=["GET", "POST"])]
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,
-                    exception_handlers={HTTPError: http_error})
+                    exception_handlers={HTTPError: http_error, BodyTooSlow: too_slow,
+                                        ClientLeft: client_left, ClientDisconnect: client_left})
     app.state.batcher = batcher
+    app.state.shutdown = shutdown
     return app
-
-
-def form(raw: bytes, content_type: str) -> dict[str, Any]:
-    """The fields of an ``application/x-www-form-urlencoded`` body, decoded strictly as UTF-8."""
-    kind = content_type.split(";")[0].strip().lower()
-    if kind not in ("", "application/x-www-form-urlencoded"):
-        raise HTTPError(400, "send the form as application/x-www-form-urlencoded")
-    try:
-        return dict(urllib.parse.parse_qsl(raw.decode("utf-8"), keep_blank_values=True,
-                                           encoding="utf-8", errors="strict"))
-    except UnicodeDecodeError:
-        raise HTTPError(400, "request body is not UTF-8")
-    except ValueError as e:
-        raise HTTPError(400, f"malformed form body: {e}")

@@ -9,6 +9,16 @@
     match     {"offset": 7, "length": 2, "replacements": [{"value": "goes"}],
                "message": "Possible subject–verb agreement error", "rule": {"id": "EDITSPEC_R_VERB_SVA", ...}}
 
+Parameters are read as LanguageTool's server reads them (``LanguageToolHttpHandler``): the body
+of a POST is parsed as a form whatever its Content-Type says (LTeX sends its form labelled
+``application/json``), then the query string, whose values win. Every parameter LanguageTool
+documents is accepted; those that only LanguageTool's rules or its premium service could honour
+(``level``, ``motherTongue``, ``preferredVariants``, ``username``/``apiKey``, ``dicts``,
+``noopLanguages``, ``abtest``, ``mode``, ``allowIncompleteResults``, ``useragent``,
+``textSessionId``, ...) change nothing here: this server has no picky-only or false-friend rules,
+and no user dictionaries. ``enabledRules``, ``disabledRules``, ``enabledCategories``,
+``disabledCategories`` and ``enabledOnly`` apply to editspec's own rule ids and categories.
+
 Offsets and lengths are in UTF-16 code units, as LanguageTool (Java) counts them: after an emoji
 (two units) the offsets of the text that follows stay aligned in the client. An edit that only
 inserts ("go school" -> "go to school") is widened to the next word ("school" -> "to school"),
@@ -18,11 +28,13 @@ or the previous one at the end, so that a client has something to underline.
 from __future__ import annotations
 
 import json
+import urllib.parse
 from dataclasses import dataclass
 from typing import Sequence
 
 from editspec.errors import EditspecError
-from editspec.text import error_types, segment
+from editspec.serve.bounds import sentence_of
+from editspec.text import error_types
 from editspec.text.diff import Correction, Edit
 
 SOFTWARE = {"name": "editspec", "version": "0.1.0", "buildDate": None, "apiVersion": 1,
@@ -43,6 +55,45 @@ class Document:
     starts: list[int]  # document offset of plain character i (len(text) + 1 entries)
     ends: list[int]  # document offset just after plain character i - 1 (ends[0] = starts[0])
     document: str  # the whole document as the client holds it (markup included)
+
+
+def parameters(query: bytes, body: bytes) -> dict[str, str]:
+    """A request's parameters: the body as a form (any Content-Type), then the query string."""
+    out: dict[str, str] = {}
+    for raw, where in ((body, "request body"), (query, "query string")):
+        try:
+            out.update(urllib.parse.parse_qsl(raw.decode("utf-8"), keep_blank_values=True,
+                                              encoding="utf-8", errors="strict"))
+        except UnicodeDecodeError:
+            raise EditspecError(f"{where} is not UTF-8")
+        except ValueError as e:
+            raise EditspecError(f"malformed {where}: {e}")
+    return out
+
+
+@dataclass
+class Options:
+    """The rule filters of a check."""
+
+    enabled: set[str]
+    disabled: set[str]
+    enabled_only: bool
+    enabled_categories: set[str]
+    disabled_categories: set[str]
+
+    @classmethod
+    def from_params(cls, params: dict[str, str]) -> "Options":
+        o = cls(rule_set(params.get("enabledRules")), rule_set(params.get("disabledRules")),
+                params.get("enabledOnly", "").strip().lower() == "true",
+                rule_set(params.get("enabledCategories")), rule_set(params.get("disabledCategories")))
+        if o.enabled_only and not (o.enabled or o.enabled_categories):
+            raise EditspecError("enabledOnly=true needs enabledRules or enabledCategories (as LanguageTool)")
+        return o
+
+    def allows(self, rule: str, category: str) -> bool:
+        if rule in self.disabled or category in self.disabled_categories:
+            return False
+        return not self.enabled_only or rule in self.enabled or category in self.enabled_categories
 
 
 def language(code: str | None) -> tuple[str, str]:
@@ -154,24 +205,21 @@ def _word_before(text: str, at: int, limit: int) -> int | None:
 
 
 def matches(doc: Document, correction: Correction, types: Sequence[str],
-            enabled: set[str], disabled: set[str], enabled_only: bool,
-            enabled_categories: set[str], disabled_categories: set[str]) -> list[dict]:
-    """LanguageTool matches of ``correction`` (of ``doc.text``), offsets in ``doc.document``."""
+            sentences: Sequence[tuple[int, int]], options: Options) -> list[dict]:
+    """LanguageTool matches of ``correction`` (of ``doc.text``), offsets in ``doc.document``;
+    ``sentences``: spans of ``doc.text`` for each match's ``sentence`` (``bounds.Checked``)."""
     units = utf16_offsets(doc.document)
-    sentences = segment.sentences(doc.text)
     out = []
     for edit, error_type in zip(widen(doc.text, correction.edits), types):
         rule = error_types.rule_id(error_type)
         cat_id, cat_name = error_types.category(error_type)
-        if rule in disabled or cat_id in disabled_categories:
-            continue
-        if enabled_only and rule not in enabled and cat_id not in enabled_categories:
+        if not options.allows(rule, cat_id):
             continue
         start = doc.starts[edit.start]
         end = doc.ends[edit.end] if edit.end > edit.start else start
         offset, length = units[start], units[end] - units[start]
         c_start, c_end = max(0, start - CONTEXT), min(len(doc.document), end + CONTEXT)
-        sentence = next((doc.text[a:b] for a, b in sentences if a <= edit.start < b or a < edit.end <= b), "")
+        sentence = sentence_of(sentences, edit.start, edit.end, doc.text)
         out.append({
             "message": error_types.message(error_type),
             "shortMessage": error_types.short_message(error_type),

@@ -2,11 +2,13 @@
 are real (the identity EdiT5 with the spelling step: "scool" -> "school", "i" -> "I"), the app on
 Starlette's TestClient, and a real ``editspec serve`` process on a free loopback port."""
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -74,3 +76,27 @@ def server(serve_models):
     proc, url = start_server(serve_models / "identity")
     yield url
     stop_server(proc)
+
+
+@contextlib.contextmanager
+def serve_in_thread(app, header_timeout: float = 10.0, **config):
+    """``app`` on uvicorn as ``editspec serve`` runs it (the header deadline, serve/server.py), in a
+    thread of this process on a free loopback port; yields the port."""
+    import uvicorn
+
+    from editspec.serve.server import Server, with_header_timeout
+
+    port = free_port()
+    server = Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+                                   http=with_header_timeout(header_timeout), **config), on_exit=lambda: None)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        yield port
+    finally:
+        server.should_exit = True
+        thread.join(30)

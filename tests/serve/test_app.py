@@ -13,8 +13,8 @@ from editspec.text import error_types
 
 @pytest.fixture(scope="module")
 def client(corrector):
-    app = create_app(corrector.correct_detailed, max_chars=500, cors_origins=())
-    with TestClient(app) as c:
+    app = create_app(corrector.correct_detailed, max_chars=500)
+    with TestClient(app, base_url="http://localhost:8081") as c:
         yield c
 
 
@@ -138,9 +138,10 @@ def test_no_request_reads_a_file(client, corrector):
 
 def test_cors_off_unless_asked(corrector):
     origin = {"Origin": "http://example.org"}
-    with TestClient(create_app(corrector.correct_detailed)) as c:
+    with TestClient(create_app(corrector.correct_detailed), base_url="http://localhost") as c:
         assert "access-control-allow-origin" not in c.get("/health", headers=origin).headers
-    with TestClient(create_app(corrector.correct_detailed, cors_origins=["http://example.org"])) as c:
+    with TestClient(create_app(corrector.correct_detailed, allow_origins=["http://example.org"]),
+                    base_url="http://localhost") as c:
         assert c.get("/health", headers=origin).headers["access-control-allow-origin"] == "http://example.org"
         assert "access-control-allow-origin" not in c.get("/health", headers={"Origin": "http://evil.test"}).headers
 

@@ -62,6 +62,26 @@ def test_sigterm_finishes_the_request_in_flight(serve_models, corrector):
     assert answer["r"].json()["corrections"][0]["output"] == corrector.correct(["i go to scool."])[0]
 
 
+def test_sigterm_answers_503_to_what_cannot_finish(serve_models):
+    # the batching wait (10 s) outlasts the grace period (2 s): before, uvicorn cancelled the
+    # request when the period ended, which answered 500
+    proc, url = start_server(serve_models / "identity", "--batch-wait-ms", "10000", "--graceful-timeout", "2")
+    answer = {}
+
+    def ask():
+        answer["r"] = httpx.post(url + "/v1/correct", json={"texts": ["i go to scool."]}, timeout=60)
+
+    t = threading.Thread(target=ask)
+    t.start()
+    time.sleep(1.0)
+    start = time.monotonic()
+    assert stop_server(proc) in (0, -signal.SIGTERM)
+    took = time.monotonic() - start
+    t.join()
+    assert answer["r"].status_code == 503 and "shutting down" in answer["r"].json()["error"]
+    assert took < 4  # drained within the grace period (and a little for the process to exit)
+
+
 class Browser:
     """Headless chromium driven over the DevTools protocol (websocket-client)."""
 

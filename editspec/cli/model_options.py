@@ -1,0 +1,66 @@
+"""The model and correction options that several subcommands share (correct, eval, profile, serve),
+and the ``Corrector`` they describe. Subcommands import these from here, never from the package
+``__init__`` (which imports the subcommands)."""
+
+from __future__ import annotations
+
+import argparse
+
+from editspec.config import MODES, QUANTIZATIONS
+
+
+def add_model_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mode", choices=MODES, default=None,
+                   help="edit5 (fastest), t5, or speculative (T5 output, drafted by EdiT5 or the source, "
+                        "whichever measures faster; "
+                        "default: the bundle's corrector_config.json, else speculative when both "
+                        "models are present)")
+    p.add_argument("--model", default=None,
+                   help="model directory: a bundle with edit5/ and/or t5/ inside, or a single "
+                        "EdiT5 or T5 checkpoint (default: the models shipped with editspec)")
+    p.add_argument("--edit5", default=None, help="EdiT5 checkpoint directory (overrides --model)")
+    p.add_argument("--t5", default=None,
+                   help="T5 checkpoint directory or hub id (overrides --model)")
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1, ... (default: cuda if available)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--dtype", default=None,
+                   help="compute type: float32 (default) or bfloat16 (the shipped weights are bfloat16 "
+                        "on disk; speculative output is the T5's greedy output in the same type)")
+    p.add_argument("--quantize", choices=QUANTIZATIONS, default=None,
+                   help="int8: the linears in int8 (CPU only, float32); faster on long inputs and large "
+                        "batches, but a sentence's output can change with the batch, and speculative output "
+                        "is not always the int8 greedy output")
+
+
+def add_correction_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-edit-words", type=int, default=None, metavar="N",
+                   help="keep a sentence as written when the model rewrites more than N words in "
+                        "one edit (a lost model repeats or skips phrases); 0: off (default: the "
+                        "bundle's corrector_config.json, set by eval/tune_guard.py; else 0)")
+    p.add_argument("--rounds", type=int, default=None, metavar="N",
+                   help="correct the sentences a round changed again, N rounds at most (default: "
+                        "the bundle's corrector_config.json, set by eval/tune_rounds.py; else 1)")
+    p.add_argument("--spelling", action=argparse.BooleanOptionalAction, default=None,
+                   help="respell words no dictionary holds (or split them in two), restore capitals (\"i\", "
+                        "names, sentence starts) and end a long last sentence with a full stop before the "
+                        "model reads the text, and undo the model's edits that write a word no dictionary "
+                        "holds (default: the bundle's corrector_config.json; else off)")
+    p.add_argument("--rescore", action=argparse.BooleanOptionalAction, default=None,
+                   help="undo each edit the model scores the sentence better without "
+                        "(default: the bundle's corrector_config.json; else off)")
+    p.add_argument("--prefix", default=None, metavar="TEXT",
+                   help="text put before every T5 input, as some T5 checkpoints expect (\"grammar: \"); "
+                        "default: the bundle's corrector_config.json, else none")
+
+
+def corrector_from_args(args: argparse.Namespace):
+    """The ``Corrector`` that the options above describe (correct, eval, serve). ``Corrector`` is
+    imported here, when a command runs: bad input fails before seconds of torch."""
+    from editspec.corrector import Corrector
+
+    return Corrector.from_pretrained(args.model, mode=args.mode, edit5=args.edit5, t5=args.t5,
+                                     device=args.device, batch_size=args.batch_size, dtype=args.dtype,
+                                     quantize=args.quantize, max_length=getattr(args, "max_length", None),
+                                     max_edit_words=args.max_edit_words, rounds=args.rounds,
+                                     spelling=args.spelling, rescore=args.rescore, prefix=args.prefix)
