@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from editspec.profiling import pipeline
 from editspec.profiling.plots import plots
 from editspec.profiling.stats import median
 
@@ -186,6 +187,8 @@ def markdown(report: dict) -> str:
                              f"{_f(lv['expected_tokens_per_pass'])} | {_f(e['tokens_per_pass'])} | "
                              f"{_f(lv['expected_speedup'])} | {_f(e['speedup_vs_t5'])} |")
             lines.append("")
+    if report.get("pipeline"):
+        lines += pipeline.markdown(report["pipeline"])
     arch = report.get("architectures") or {}
     if arch:
         lines += [

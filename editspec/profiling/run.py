@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import platform
+import time
 from pathlib import Path
 from typing import Sequence
 
@@ -29,6 +30,7 @@ from editspec.profiling import ct2 as ct2_peer
 from editspec.profiling.architectures import profile_architectures
 from editspec.profiling.data import read_data
 from editspec.profiling.modes import CT2, NEEDS, check_modes
+from editspec.profiling.pipeline import profile_pipeline
 from editspec.profiling.profiler import Profiler, profile_modes
 from editspec.profiling.report import write_report
 from editspec.profiling.side_steps import time_rescoring, time_spelling
@@ -77,14 +79,15 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
             threads: int | None = None, batch_size: int = 1, limit: int | None = 100,
             seed: int | None = None, warmup: int = 5, gamma: int | str = "auto",
             prompt_lookup_tokens: int = 10, dtype: str | None = None, quantize: str | None = None,
-            trace: bool = False, ct2_cache: str | os.PathLike | None = None, options: dict | None = None,
+            trace: bool = False, pipeline: bool = False, ct2_cache: str | os.PathLike | None = None, options: dict | None = None,
             progress: bool = False) -> dict:
     """Profile ``modes`` (and with ``architectures`` the random architectures) on the sentences
     of ``data``; write the report into ``out`` and return it. ``gamma``: the speculative modes'
     draft window: "auto" (the decoding core's, from measured pass costs), a fixed number of
     tokens, or "all" (the whole remaining draft, up to 48); ``dtype``: a name of ``DTYPES`` (None: float32, as ``editspec correct``);
     ``quantize``: "int8" (``editspec.modeling.quantization``), every model timed quantized;
-    ``ct2_cache``: where the CTranslate2 conversion of the T5 is kept (default
+    ``pipeline``: also time ``editspec correct``'s whole path step by step
+    (``editspec.profiling.pipeline``), the sentences as lines; ``ct2_cache``: where the CTranslate2 conversion of the T5 is kept (default
     ``~/.cache/editspec/ct2``); ``options``: recorded as given (the CLI's flags)."""
     modes = check_modes(modes)
     if batch_size < 1:
@@ -94,8 +97,8 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
     if dtype is not None and dtype not in DTYPES:
         raise EditspecError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
     torch_dtype = DTYPES[dtype] if dtype is not None else None
-    if not modes and not architectures:
-        raise EditspecError("nothing to profile: give --modes or --architectures")
+    if not modes and not architectures and not pipeline:
+        raise EditspecError("nothing to profile: give --modes, --architectures or --pipeline")
     sources, targets = read_data(data, limit, seed)
     if architectures and targets is None:
         raise EditspecError("--architectures forces decoder steps from gold targets: give an M2 file or "
@@ -152,6 +155,13 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
             if corrector.rescore:
                 report["rescoring"] = time_rescoring(corrector, sources, warmup)
             tokenizer = profiler.tokenizer
+        if pipeline:  # loaded as editspec correct loads it, the load timed
+            start = time.perf_counter()
+            corrector = Corrector.from_pretrained(model, edit5=edit5, t5=t5, device=dev, batch_size=batch_size,
+                                                  dtype=dtype, quantize=quantize)
+            load_seconds = time.perf_counter() - start
+            report["pipeline"] = {**profile_pipeline(corrector, sources, warmup), "load_seconds": load_seconds}
+            report["sentences"] = report["sentences"] or len(sources)
         if architectures:
             if tokenizer is None:
                 edit5_path, t5_path = resolve_models(model, edit5, t5) if (model or edit5 or t5) else (None, None)
