@@ -217,6 +217,7 @@ def markdown(report: dict) -> str:
         lines += drafts_at_real_sizes(arch, unit)
     files = (["latency_breakdown.png", "latency_vs_length.png", "accepted_per_pass.png"] if modes else []) \
         + (["architectures.png"] if arch else [])
-    lines += ["Plots: " + ", ".join(f"`{f}`" for f in files) + ".", ""]
+    if files:
+        lines += ["Plots: " + ", ".join(f"`{f}`" for f in files) + ".", ""]
     return "\n".join(lines)
 
