@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from editspec import threads
 from editspec.config import MODES, QUANTIZATIONS
 from editspec.cli import data as data_cli, eval as eval_cli
 from editspec.cli import profile as profile_cli
@@ -31,7 +32,7 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
                    help="T5 checkpoint directory or hub id (overrides --model)")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1, ... (default: cuda if available)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: editspec.threads)")
     p.add_argument("--dtype", default=None,
                    help="compute type: float32 (default) or bfloat16 (the shipped weights are bfloat16 "
                         "on disk; speculative output is the T5's greedy output in the same type)")
@@ -135,10 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.threads is not None and args.threads < 1:
             raise EditspecError("--threads must be 1 or more")
-        if args.threads:
-            import torch
-
-            torch.set_num_threads(args.threads)
+        threads.apply(args.threads)  # --threads, else a default fit for this machine (editspec.threads)
         if args.command == "correct":
             from editspec.cli.correct import run_correct as run
         elif args.command == "data":

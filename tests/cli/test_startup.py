@@ -5,16 +5,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 HEAVY = ("torch", "transformers", "spacy", "errant", "datasets", "matplotlib", "accelerate", "starlette",
          "symspellpy", "ctranslate2")
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_empty_input_imports_nothing_heavy(tmp_path):
+@pytest.mark.parametrize("flags", [[], ["--threads", "1"]])
+def test_empty_input_imports_nothing_heavy(tmp_path, flags):
     source, out = tmp_path / "empty.txt", tmp_path / "out.txt"
     source.write_bytes(b"")
     code = ("import sys\nfrom editspec import cli\n"
-            f"rc = cli.main(['correct', {str(source)!r}, '-o', {str(out)!r}, '--no-progress'])\n"
+            f"rc = cli.main(['correct', {str(source)!r}, '-o', {str(out)!r}, '--no-progress', *{flags!r}])\n"
             f"print(rc, *sorted(m for m in {HEAVY!r} if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert done.stdout.split() == ["0"], done.stdout  # exit 0 and none of HEAVY imported
