@@ -63,6 +63,7 @@ from editspec.text import segment
 from editspec.text.diff import Correction, diff
 from editspec.text.guard import guard, keep_unreadable, real_words
 from editspec.text.spelling import load_speller, respell_all
+from editspec.timing import OFF
 from editspec.tokenization.edits import realize_aligned
 from editspec.tokenization.tokens import encode, marker_ids, render, render_ids, unreadable
 
@@ -96,6 +97,7 @@ class Corrector:
         self.mode, self.batch_size, self.paths = mode, batch_size, paths or {}
         self.max_edit_words, self.rounds, self.spelling = max_edit_words, rounds, spelling
         self.rescore, self.prefix = rescore, prefix
+        self.timings = OFF  # a ``timing.Timings`` to see where the time goes (editspec profile --pipeline)
         self.guarded = 0  # units the guard has kept as written, over this corrector's life
         self.unreal = 0  # units with an edit undone for a made-up word (``real_words``), likewise
         self.edit5, self.edit5_tokenizer = (edit5, edit5_tokenizer) if "edit5" in USES[mode] else (None, None)
@@ -223,16 +225,20 @@ class Corrector:
         """Corrected texts, one per input text; spacing between and around sentences is kept."""
         if isinstance(texts, str):
             raise TypeError("correct() takes a list of texts, not one string")
-        spans = segment.segment_lines(texts, self.limits)
-        units = segment.unit_texts(texts, spans)
-        outputs = self.correct_units(units, progress, segment.places(texts, spans))
-        return segment.rejoin_lines(texts, spans, outputs)
+        with self.timings("segment"):
+            spans = segment.segment_lines(texts, self.limits)
+            units = segment.unit_texts(texts, spans)
+            places = segment.places(texts, spans)
+        outputs = self.correct_units(units, progress, places)
+        with self.timings("rejoin"):
+            return segment.rejoin_lines(texts, spans, outputs)
 
     def correct_detailed(self, texts: Sequence[str],
                          progress: Callable[[int], None] | None = None) -> list[Correction]:
         """Like ``correct``, with each change as character offsets into the input text."""
         outputs = self.correct(texts, progress)
-        return [Correction(text, out, diff(text, out)) for text, out in zip(texts, outputs)]
+        with self.timings("diff"):
+            return [Correction(text, out, diff(text, out)) for text, out in zip(texts, outputs)]
 
     # -- batches --
 
@@ -255,11 +261,15 @@ class Corrector:
         respelled if ``spelling``: the dictionary does not lose its place). ``progress`` counts
         the first round, which reads every unit.
         """
+        self.timings.first_round()
         if self.spelling:
-            units = respell_all(units, places)
+            with self.timings("spelling"):
+                units = respell_all(units, places)
         out = list(units)
         todo = list(range(len(units)))
         for round_ in range(self.rounds):
+            if round_:
+                self.timings.next_round()
             fixed = self._correct_round([out[i] for i in todo], progress if round_ == 0 else None)
             out, changed = list(out), []  # a new list: the one yielded before stays as it was
             for i, text in zip(todo, fixed):
@@ -272,17 +282,22 @@ class Corrector:
     def _correct_round(self, units: Sequence[str], progress: Callable[[int], None] | None) -> list[str]:
         # the T5 reads the prefix as part of its source; rendering copies only what it outputs
         prefix = self.prefix if self.t5 is not None else ""
-        encoded = encode(self.tokenizer, [prefix + u for u in units])
+        with self.timings("tokenize"):
+            encoded = encode(self.tokenizer, [prefix + u for u in units])
+            fits = [len(e.ids) <= self.max_ids[0][1] for e in encoded]  # the prefix included
+            for tok, max_ids in self.max_ids[1:]:
+                fits = [f and len(e.ids) <= max_ids for f, e in zip(fits, encode(tok, units))]
         out: list[str] = list(units)
-        fits = [len(e.ids) <= self.max_ids[0][1] for e in encoded]  # the prefix included
-        for tok, max_ids in self.max_ids[1:]:
-            fits = [f and len(e.ids) <= max_ids for f, e in zip(fits, encode(tok, units))]
         # longest first; a unit over the limit (one character that NFKC makes many tokens) stays
         order = sorted((i for i in range(len(units)) if fits[i]), key=lambda i: -len(encoded[i].ids))
         if self.spelling:
             knows = load_speller().knows
 
         def settle(i: int, text: str) -> None:
+            with self.timings("guard"):
+                _settle(i, text)
+
+        def _settle(i: int, text: str) -> None:
             # no edit of what the model cannot read (offsets in the unit: the prefix is not in it)
             text = keep_unreadable(units[i], text, {k - len(prefix) for k in unreadable(self.tokenizer, encoded[i])})
             out[i] = guard(units[i], text, self.max_edit_words)
@@ -305,10 +320,12 @@ class Corrector:
             if progress is not None and not each:
                 progress(sum(len(units[i]) for i in batch))
         if self.rescore:  # the output model undoes the edits it scores lower than their absence
-            changed = [i for i in order if out[i] != units[i]]
-            score = rescoring.scorer(self.output_model, self.tokenizer, batch_size=4 * self.batch_size)
-            for i, text in zip(changed, rescoring.rescore([units[i] for i in changed], [out[i] for i in changed], score)):
-                out[i] = text
+            with self.timings("rescore"):
+                changed = [i for i in order if out[i] != units[i]]
+                score = rescoring.scorer(self.output_model, self.tokenizer, batch_size=4 * self.batch_size)
+                rescored = rescoring.rescore([units[i] for i in changed], [out[i] for i in changed], score)
+                for i, text in zip(changed, rescored):
+                    out[i] = text
         return out
 
     def _edit5_ids(self, encoded) -> list[list[tuple[int, int | None]]]:
@@ -324,19 +341,21 @@ class Corrector:
     def _correct_batch(self, encoded, done: Callable[[int], None] | None = None) -> list[str]:
         """The model's output text per unit; ``done(k)`` once unit k is decoded (T5 modes)."""
         if self.mode == "edit5":
-            with torch.inference_mode():
+            with torch.inference_mode(), self.timings("edit5"):
                 pairs = self._edit5_ids(encoded)
-            return [render(self.edit5_tokenizer, e, p) for e, p in zip(encoded, pairs)]
+            with self.timings("render"):
+                return [render(self.edit5_tokenizer, e, p) for e, p in zip(encoded, pairs)]
         tok = self.t5_tokenizer
         if not encoded:
             return []
         rows = [e.ids + [tok.eos_token_id] for e in encoded]
         max_new = [2 * len(r) + 16 for r in rows]  # GEC output is about as long as its input
-        with torch.inference_mode():
+        with torch.inference_mode(), self.timings("decode"):  # the model parts inside: see profiling.pipeline
             drafter = None if self.mode == "t5" else self._drafter(encoded)
             outputs, _ = core.generate(self.t5, rows, self.batch_size, drafter, max_new_tokens=max_new, done=done)
         # each row's own limit, as if alone: a row's output never depends on the batch
-        return [render_ids(tok, e, out[:2 * len(e.ids) + 18]) for e, out in zip(encoded, outputs)]
+        with self.timings("render"):
+            return [render_ids(tok, e, out[:2 * len(e.ids) + 18]) for e, out in zip(encoded, outputs)]
 
     def _drafter(self, encoded) -> drafters.Drafter:
         """EdiT5's output or the source as the draft, whichever has decoded this corrector's

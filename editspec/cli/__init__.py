@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from editspec import threads
 from editspec.cli import correct as correct_cli, data as data_cli, eval as eval_cli
 from editspec.cli import profile as profile_cli, serve as serve_cli
 from editspec.cli.model_options import add_correction_options, add_model_options
@@ -51,10 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.threads is not None and args.threads < 1:
             raise EditspecError("--threads must be 1 or more")
-        if args.threads:
-            import torch
-
-            torch.set_num_threads(args.threads)
+        threads.apply(args.threads)  # --threads, else a default fit for this machine (editspec.threads)
         if args.command == "correct":
             run = correct_cli.run_correct
         elif args.command == "data":

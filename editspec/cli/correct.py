@@ -82,7 +82,9 @@ def run_correct(args) -> int:
     try:
         blocks = read_blocks(stream, args.input)
         first = next(blocks, None)  # a non-UTF-8 start fails before the model loads
-        corrector = corrector_from_args(args)  # torch loads here, after the input is checked
+        # torch loads here, after the input is checked; an empty input needs no model (its output
+        # is empty), so it costs no torch import and no model load (start-up: editspec.cli)
+        corrector = corrector_from_args(args) if first is not None else None
         total = os.fstat(stream.fileno()).st_size if args.input != "-" and Path(args.input).is_file() else None
         bar = tqdm(total=total, unit="B", unit_scale=True, desc="correcting", file=sys.stderr,
                    disable=args.no_progress or not sys.stderr.isatty() or not main, dynamic_ncols=True)

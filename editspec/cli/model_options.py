@@ -23,7 +23,7 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
                    help="T5 checkpoint directory or hub id (overrides --model)")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1, ... (default: cuda if available)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: editspec.threads)")
     p.add_argument("--dtype", default=None,
                    help="compute type: float32 (default) or bfloat16 (the shipped weights are bfloat16 "
                         "on disk; speculative output is the T5's greedy output in the same type)")

@@ -37,6 +37,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--architectures", action="store_true",
                    help="also time t5-small, t5-base, EdiT5-small and EdiT5-base at real sizes with "
                         "random weights and decoder steps forced from the gold targets")
+    p.add_argument("--pipeline", action="store_true",
+                   help="also time editspec correct's whole path step by step (segmenting, spelling, "
+                        "tokenizing, encoder, decoder passes, drafting, guard, rescoring, rounds, rendering) "
+                        "on the sentences as lines, with the bundle's settings and --batch-size")
     p.add_argument("--trace", action="store_true",
                    help="write a torch.profiler chrome trace of one batch per mode (trace-MODE.json)")
     p.add_argument("--t5-draft", default=None,
@@ -46,6 +50,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="draft tokens per row and pass of the speculative modes: 'auto' (sized to the "
                         "batch from the pass costs measured on the model), a fixed number, or 'all' "
                         "(the whole remaining draft, up to 48)")
+    p.add_argument("--ct2-cache", default=None, metavar="DIR",
+                   help="where the CTranslate2 conversion of the T5 is kept for the ct2-* modes "
+                        "(converted once per weights; default: ~/.cache/editspec/ct2)")
     p.add_argument("--prompt-lookup-tokens", type=int, default=10,
                    help="prompt_lookup_num_tokens of hf-prompt-lookup")
     return p
@@ -76,7 +83,7 @@ def run_profile(args: argparse.Namespace) -> int:
             t5=args.t5, t5_draft=args.t5_draft, device=args.device, threads=args.threads,
             batch_size=args.batch_size, limit=args.limit, seed=args.seed, warmup=args.warmup, gamma=gamma,
             prompt_lookup_tokens=args.prompt_lookup_tokens, dtype=args.dtype, quantize=args.quantize,
-            trace=args.trace,
+            trace=args.trace, pipeline=args.pipeline, ct2_cache=args.ct2_cache,
             options=options, progress=sys.stderr.isatty())
     out = Path(args.out)
     print(f"wrote {out / 'report.json'}, {out / 'report.md'} and plots", file=sys.stderr)

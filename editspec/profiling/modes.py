@@ -14,6 +14,9 @@ transformers peers::
     hf-greedy            transformers' ``generate``, greedy
     hf-assisted          ... with the small T5 as ``assistant_model`` (batch size 1 only)
     hf-prompt-lookup     ... with ``prompt_lookup_num_tokens`` (batch size 1 only)
+    ct2-greedy           CTranslate2's greedy search on the same T5 weights, float32
+                         (``editspec.profiling.ct2``; the ``peers`` extra)
+    ct2-int8             ... int8 compute
 
 ``NEEDS["hf-assisted"] == ("t5", "t5-draft")``: a mode is skipped, with a note, when a model
 it needs is missing. This module imports no torch, so the CLI can check ``--modes`` at once.
@@ -29,11 +32,14 @@ from editspec.errors import EditspecError
 REFERENCE = "t5"
 SPECULATIVE = ("speculative", "speculative-edit5", "speculative-copy", "speculative-perfect")
 PEERS = ("hf-greedy", "hf-assisted", "hf-prompt-lookup")  # transformers' generate
+CT2 = ("ct2-greedy", "ct2-int8")  # CTranslate2's translate_batch
+CT2_REFERENCE = "ct2-greedy"  # the peer the speculative mode's speedup is also given against
 MODES = (REFERENCE, *(m for m in CORRECTOR_MODES if m != REFERENCE),
-         *(m for m in SPECULATIVE if m not in CORRECTOR_MODES), *PEERS)
+         *(m for m in SPECULATIVE if m not in CORRECTOR_MODES), *PEERS, *CT2)
 NEEDS = {"t5": ("t5",), "edit5": ("edit5",), "speculative": ("t5", "edit5"), "speculative-edit5": ("t5", "edit5"),
          "speculative-copy": ("t5",), "speculative-perfect": ("t5",), "hf-greedy": ("t5",),
-         "hf-assisted": ("t5", "t5-draft"), "hf-prompt-lookup": ("t5",)}
+         "hf-assisted": ("t5", "t5-draft"), "hf-prompt-lookup": ("t5",), "ct2-greedy": ("t5",),
+         "ct2-int8": ("t5",)}
 BATCH_ONE = ("hf-assisted", "hf-prompt-lookup")  # transformers: assisted generation, batch 1 only
 
 

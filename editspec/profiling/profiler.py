@@ -28,7 +28,8 @@ wrapper around ``core.Decoder.forward`` (one call per pass), forward hooks on th
 ``generate`` (one call per step), a pre-hook on the first block of EdiT5's insertion decoder (a
 step runs from one call to the next; the last until ``generate_edits`` returns), a
 ``TimedDrafter`` around our drafters and a wrapper around the assistant's ``generate`` in
-``hf-assisted``. The draft window's cost model is measured before the clock starts. Each output
+``hf-assisted``; the CTranslate2 peers (``ct2-*``, ``editspec.profiling.ct2``) are one call into
+its own threads, timed whole (latency only; its parts are reported as 0 under "other"). The draft window's cost model is measured before the clock starts. Each output
 is compared with T5's greedy output of the same batch (``identical_to_t5``).
 """
 
@@ -50,7 +51,7 @@ from editspec.profiling.clock import Clock, Recorder, Sample
 from editspec.data.features import model_inputs
 from editspec.profiling.data import batches
 from editspec.profiling.drafters import TimedDrafter
-from editspec.profiling.modes import BATCH_ONE, MODES, NEEDS, PEERS, REFERENCE, SPECULATIVE
+from editspec.profiling.modes import BATCH_ONE, CT2, CT2_REFERENCE, MODES, NEEDS, PEERS, REFERENCE, SPECULATIVE
 from editspec.profiling.stats import median, summarize, summary
 from editspec.tokenization.edits import realize
 from editspec.tokenization.tokens import encode, marker_ids, render_ids
@@ -75,9 +76,12 @@ class Profiler:
     """Loaded models and the mode functions; each mode runs one batch into a ``Sample``."""
 
     def __init__(self, t5=None, t5_tokenizer=None, edit5=None, edit5_tokenizer=None, small=None,
-                 gamma: int | str = "auto", prompt_lookup_tokens: int = 10):
+                 gamma: int | str = "auto", prompt_lookup_tokens: int = 10, ct2=None,
+                 ct2_unavailable: str | None = None):
         """``gamma``: the speculative modes' draft window: "auto" (the core's, from the measured
-        pass costs), a fixed number of tokens, or "all" (the whole remaining draft, up to 48)."""
+        pass costs), a fixed number of tokens, or "all" (the whole remaining draft, up to 48).
+        ``ct2``: a ``profiling.ct2.CT2Peer`` of the same T5, or None (``ct2_unavailable`` says why)."""
+        self.ct2, self.ct2_unavailable = ct2, ct2_unavailable
         self.t5, self.t5_tokenizer = t5, t5_tokenizer
         self.edit5, self.edit5_tokenizer = edit5, edit5_tokenizer
         self.small, self.gamma, self.prompt_lookup_tokens = small, gamma, prompt_lookup_tokens
@@ -98,6 +102,8 @@ class Profiler:
         if missing:
             return f"no {' and no '.join(missing)} model" + (
                 " (bundle's t5-draft/ or --t5-draft)" if "t5-draft" in missing else "")
+        if mode in CT2 and self.ct2 is None:
+            return self.ct2_unavailable or "no CTranslate2 conversion of the T5"
         if mode in ("speculative", "speculative-edit5") and not self.shared_vocab:
             return "EdiT5 and T5 use different tokenizers (the profiler's EdiT5 drafter reads T5's ids)"
         return None
@@ -128,6 +134,8 @@ class Profiler:
         if mode == "edit5":
             rec.time_module(self.edit5.encoder, "encoder")
             rec.mark_module(self.edit5.decoder.block[0], "step")
+        elif mode in CT2:
+            pass  # one call into CTranslate2's own threads: latency only, no parts
         else:
             rec.time_module(self.t5.encoder, "encoder")
             if mode in PEERS:
@@ -143,6 +151,9 @@ class Profiler:
             start = self.clock.stamp()
             if mode == "edit5":
                 outputs, end_of_decoder = self._edit5(batch)
+            elif mode in CT2:
+                eos = self.t5_tokenizer.eos_token_id
+                outputs = self.ct2.translate(mode, [e.ids + [eos] for e in batch.encoded], batch.max_new)
             elif mode in SPECULATIVE:
                 timed = TimedDrafter(self._drafter(mode, batch, reference), rec)
                 outputs, stats = self._speculative(batch, timed)
@@ -289,12 +300,16 @@ def profile_modes(profiler: Profiler, sources: list[str], modes: Sequence[str], 
             report[mode] = {"status": "unsupported", "reason": unsupported[mode]}
         else:
             report[mode] = summarize(samples[mode], same[mode], "trained", t5_latency, t5_step)
-            if mode == "edit5":  # its outputs are not what its decoder emits
+            if mode == "edit5" or mode in CT2:  # its outputs are not what its decoder emits / no passes seen
                 report[mode].pop("tokens_per_pass", None)
             if mode == "speculative":  # the drafter it picked, and what each cost a probed sentence
                 costs = profiler.draft_costs
                 report[mode]["drafter"] = costs.names[costs.best]
                 report[mode]["drafter_cost_ms"] = {n: 1e3 * v for n, v in costs.per_sentence().items()}
+    ct2 = report.get(CT2_REFERENCE, {})
+    if ct2.get("status") == "ok":  # the peer a user would pick: its median latency / each mode's
+        for e in (report[m] for m in run_modes if report[m].get("status") == "ok"):
+            e["speedup_vs_ct2_greedy"] = ct2["latency_ms"]["median"] / e["latency_ms"]["median"]
     ordered = {m: report[m] for m in MODES if m in report}
     return ordered, {"samples": samples, "sentences": len(keep), "skipped_long": len(sources) - len(keep)}
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from editspec.profiling import pipeline
 from editspec.profiling.plots import plots
 from editspec.profiling.stats import median
 
@@ -73,6 +74,25 @@ def heads_ms(arch: dict, t5_name: str) -> float | None:
     """Median latency minus median encoder of the EdiT5 of ``t5_name``'s size (t5-base -> edit5-base)."""
     e = arch.get("edit5-" + t5_name[3:]) if t5_name.startswith("t5-") else None
     return e["latency_ms"]["median"] - median(e["encoder_ms"]) if e else None
+
+
+def ct2_lines(modes: dict, version: str | None) -> list[str]:
+    """The modes against CTranslate2's fp32 greedy search (``ct2-greedy``), and whether its output
+    was our T5 greedy output token for token."""
+    ct2 = modes.get("ct2-greedy") or {}
+    if ct2.get("status") != "ok":
+        return []
+    ratios = ", ".join(f"`{m}` {_f(e['speedup_vs_ct2_greedy'])}×" for m, e in modes.items()
+                       if e.get("status") == "ok" and m != "ct2-greedy")
+    same = ct2["identical_to_t5"]
+    lines = [f"- against CTranslate2 {version} fp32 greedy (`ct2-greedy` median latency / the mode's; "
+             f">1: faster than CTranslate2): {ratios}",
+             f"- `ct2-greedy` output equals our T5 greedy output token for token in {_f(100 * same, 1)}% of "
+             f"sentences" + ("" if same == 1.0 else " (NOT all: the two compute float32 in another order, "
+                                                    "and a near-tie can go either way)"),
+             "- `ct2-*`: one `translate_batch` call timed whole (encoder, decoder and draft columns are 0, "
+             "steps not seen)", ""]
+    return lines
 
 
 def _f(x, digits: int = 2) -> str:
@@ -136,6 +156,7 @@ def markdown(report: dict) -> str:
                 _f(e["acceptance_rate"], 3), _f(e.get("tokens_per_pass")),
             ]) + " |")
         lines += [""] + notes + ([""] if notes else [])
+        lines += ct2_lines(modes, report.get("ctranslate2"))
         lines += [
             "Steps: decoder passes per " + unit + " (T5: one per token; speculative and hf-assisted/"
             "prompt-lookup: verifier passes; edit5: insertion-decoder steps). Draft: time in the "
@@ -166,6 +187,8 @@ def markdown(report: dict) -> str:
                              f"{_f(lv['expected_tokens_per_pass'])} | {_f(e['tokens_per_pass'])} | "
                              f"{_f(lv['expected_speedup'])} | {_f(e['speedup_vs_t5'])} |")
             lines.append("")
+    if report.get("pipeline"):
+        lines += pipeline.markdown(report["pipeline"])
     arch = report.get("architectures") or {}
     if arch:
         lines += [
@@ -194,6 +217,7 @@ def markdown(report: dict) -> str:
         lines += drafts_at_real_sizes(arch, unit)
     files = (["latency_breakdown.png", "latency_vs_length.png", "accepted_per_pass.png"] if modes else []) \
         + (["architectures.png"] if arch else [])
-    lines += ["Plots: " + ", ".join(f"`{f}`" for f in files) + ".", ""]
+    if files:
+        lines += ["Plots: " + ", ".join(f"`{f}`" for f in files) + ".", ""]
     return "\n".join(lines)
 

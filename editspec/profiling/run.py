@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import platform
+import time
 from pathlib import Path
 from typing import Sequence
 
@@ -25,9 +26,11 @@ from editspec.errors import EditspecError
 from editspec.modeling.loading import DEFAULT_MODEL, quiet_transformers, resolve_device, resolve_models
 from editspec.modeling import quantization
 from editspec.modeling.t5 import load_t5
+from editspec.profiling import ct2 as ct2_peer
 from editspec.profiling.architectures import profile_architectures
 from editspec.profiling.data import read_data
-from editspec.profiling.modes import NEEDS, check_modes
+from editspec.profiling.modes import CT2, NEEDS, check_modes
+from editspec.profiling.pipeline import profile_pipeline
 from editspec.profiling.profiler import Profiler, profile_modes
 from editspec.profiling.report import write_report
 from editspec.profiling.side_steps import time_rescoring, time_spelling
@@ -52,19 +55,40 @@ def device_name(device: torch.device) -> str:
     return f"cpu: {name} ({os.cpu_count()} cores)"
 
 
+def ct2_version() -> str:
+    import ctranslate2  # deliberately lazy: an optional extra
+
+    return ctranslate2.__version__
+
+
+def load_ct2(t5_dir, device: torch.device, cache) -> tuple[ct2_peer.CT2Peer | None, str | None]:
+    """(the CTranslate2 peer of the T5 in ``t5_dir``, None) or (None, why not): ctranslate2 not
+    installed, or no local T5 directory to convert. Its threads: torch's, fixed for the run."""
+    why = ct2_peer.missing() or (None if t5_dir is not None else "no T5 model")
+    if why:
+        return None, why
+    try:
+        return ct2_peer.CT2Peer.load(t5_dir, device.type, torch.get_num_threads(), cache), None
+    except EditspecError as e:
+        return None, str(e)
+
+
 def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str] = (), *,
             architectures: bool = False, model: str | None = None, edit5: str | None = None,
             t5: str | None = None, t5_draft: str | None = None, device: str | None = None,
             threads: int | None = None, batch_size: int = 1, limit: int | None = 100,
             seed: int | None = None, warmup: int = 5, gamma: int | str = "auto",
             prompt_lookup_tokens: int = 10, dtype: str | None = None, quantize: str | None = None,
-            trace: bool = False, options: dict | None = None, progress: bool = False) -> dict:
+            trace: bool = False, pipeline: bool = False, ct2_cache: str | os.PathLike | None = None, options: dict | None = None,
+            progress: bool = False) -> dict:
     """Profile ``modes`` (and with ``architectures`` the random architectures) on the sentences
     of ``data``; write the report into ``out`` and return it. ``gamma``: the speculative modes'
     draft window: "auto" (the decoding core's, from measured pass costs), a fixed number of
     tokens, or "all" (the whole remaining draft, up to 48); ``dtype``: a name of ``DTYPES`` (None: float32, as ``editspec correct``);
     ``quantize``: "int8" (``editspec.modeling.quantization``), every model timed quantized;
-    ``options``: recorded as given (the CLI's flags)."""
+    ``pipeline``: also time ``editspec correct``'s whole path step by step
+    (``editspec.profiling.pipeline``), the sentences as lines; ``ct2_cache``: where the CTranslate2 conversion of the T5 is kept (default
+    ``~/.cache/editspec/ct2``); ``options``: recorded as given (the CLI's flags)."""
     modes = check_modes(modes)
     if batch_size < 1:
         raise EditspecError("batch size must be at least 1")
@@ -73,8 +97,8 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
     if dtype is not None and dtype not in DTYPES:
         raise EditspecError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
     torch_dtype = DTYPES[dtype] if dtype is not None else None
-    if not modes and not architectures:
-        raise EditspecError("nothing to profile: give --modes or --architectures")
+    if not modes and not architectures and not pipeline:
+        raise EditspecError("nothing to profile: give --modes, --architectures or --pipeline")
     sources, targets = read_data(data, limit, seed)
     if architectures and targets is None:
         raise EditspecError("--architectures forces decoder steps from gold targets: give an M2 file or "
@@ -115,8 +139,13 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
                 for m in (corrector.t5, corrector.edit5, small):
                     if m is not None:
                         quantization.quantize(m, quantize)
+            peer, peer_why = None, None
+            if any(m in CT2 for m in modes):
+                peer, peer_why = load_ct2(corrector.paths.get("t5"), dev, ct2_cache)
+                report["ctranslate2"] = peer_why or ct2_version()
             profiler = Profiler(corrector.t5, corrector.t5_tokenizer, corrector.edit5, corrector.edit5_tokenizer,
-                                small, gamma=gamma, prompt_lookup_tokens=prompt_lookup_tokens)
+                                small, gamma=gamma, prompt_lookup_tokens=prompt_lookup_tokens, ct2=peer,
+                                ct2_unavailable=peer_why)
             max_ids = min(n for _, n in corrector.limits)
             report["modes"], raw = profile_modes(profiler, sources, modes, batch_size, warmup, max_ids,
                                                  out if trace else None, progress=progress)
@@ -126,6 +155,13 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
             if corrector.rescore:
                 report["rescoring"] = time_rescoring(corrector, sources, warmup)
             tokenizer = profiler.tokenizer
+        if pipeline:  # loaded as editspec correct loads it, the load timed
+            start = time.perf_counter()
+            corrector = Corrector.from_pretrained(model, edit5=edit5, t5=t5, device=dev, batch_size=batch_size,
+                                                  dtype=dtype, quantize=quantize)
+            load_seconds = time.perf_counter() - start
+            report["pipeline"] = {**profile_pipeline(corrector, sources, warmup), "load_seconds": load_seconds}
+            report["sentences"] = report["sentences"] or len(sources)
         if architectures:
             if tokenizer is None:
                 edit5_path, t5_path = resolve_models(model, edit5, t5) if (model or edit5 or t5) else (None, None)

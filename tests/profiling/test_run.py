@@ -37,6 +37,9 @@ def test_profile_report(bundle, dev_m2, tmp_path):
         assert e["status"] == "ok", (mode, e)
         assert e["source"] == "trained"
         for key in ("latency_ms", "encoder_ms", "decoder_step_ms", "decoder_steps"):
+            if mode.startswith("ct2-") and key == "decoder_step_ms":  # one call timed whole: no steps seen
+                assert e[key] is None
+                continue
             assert STAT_KEYS <= set(e[key]), (mode, key)
             assert e[key]["n"] >= 5
         assert e["latency_ms"]["median"] > 0 and e["speedup_vs_t5"] > 0
@@ -56,6 +59,10 @@ def test_profile_report(bundle, dev_m2, tmp_path):
         assert sum(hist.values()) == e["counts"]["row_passes"]
         assert e["decoder_steps"]["mean"] == pytest.approx(e["counts"]["row_passes"] / 5)  # hooks saw every pass
         assert e["leviathan"]["expected_speedup"] > 0
+    # CTranslate2 on the same weights: fp32 greedy is our greedy; every mode's speedup against it
+    assert modes["ct2-greedy"]["identical_to_t5"] == 1.0 and "tokens_per_pass" not in modes["ct2-greedy"]
+    assert modes["ct2-greedy"]["speedup_vs_ct2_greedy"] == pytest.approx(1.0)
+    assert modes["speculative"]["speedup_vs_ct2_greedy"] > 0 and report["ctranslate2"]
     perfect = modes["speculative-perfect"]
     assert perfect["acceptance_rate"] == 1.0 and perfect["leviathan"]["alpha"] == 1.0
     assert perfect["tokens_per_pass"] > 2  # T5's own output as the draft: whole windows accepted
@@ -66,6 +73,7 @@ def test_profile_report(bundle, dev_m2, tmp_path):
     assert all(v > 0 for v in modes["speculative"]["drafter_cost_ms"].values())
     md = (out / "report.md").read_text()
     assert "| `speculative-perfect` |" in md and "Leviathan" in md and "`speculative` drafts with" in md
+    assert "against CTranslate2" in md and "token for token in 100.0%" in md
     for name in ("latency_breakdown.png", "latency_vs_length.png", "accepted_per_pass.png"):
         assert (out / name).stat().st_size > 0, name
 
@@ -103,6 +111,17 @@ def test_missing_drafter_is_skipped_with_a_note(bundle, dev_m2, tmp_path):
     assert modes["t5"]["status"] == "ok" and modes["t5"]["decoder_steps"]["n"] == 2
     assert modes["hf-assisted"] == {"status": "skipped", "reason": modes["hf-assisted"]["reason"]}
     assert "t5-draft" in modes["hf-assisted"]["reason"] and "edit5" in modes["edit5"]["reason"]
+
+
+def test_ct2_without_ctranslate2_is_skipped(bundle, dev_m2, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ctranslate2", None)  # import fails as if not installed
+    out = tmp_path / "report"
+    rc = cli.main(["profile", "--data", str(dev_m2), "--model", str(bundle), "--out", str(out),
+                   "--limit", "2", "--warmup", "0", "--device", "cpu", "--modes", "ct2-greedy"])
+    assert rc == 0
+    modes = json.loads((out / "report.json").read_text())["modes"]
+    assert modes["ct2-greedy"]["status"] == "skipped" and "ctranslate2" in modes["ct2-greedy"]["reason"]
+    assert "speedup_vs_ct2_greedy" not in modes["t5"]
     assert "skipped" in (out / "report.md").read_text()
 
 

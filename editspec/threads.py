@@ -1,0 +1,86 @@
+"""How many CPU threads torch uses when the command line does not say (``--threads``).
+
+torch's own default is one thread per physical core, whatever else runs there. The models are
+small (d_model 256): an op's work is a few million multiply-adds, so every op's fork and join of
+the thread team weighs, and on a busy machine a thread that the kernel has descheduled holds the
+whole team up. Measured (under load, 2 cores, 150 W&I dev lines, ``editspec correct``): 2 threads
+took 2.75x the wall time of 1 thread; the issue (#54) saw 173 s with torch's default against 45 s
+with ``--threads 1`` for 1,000 lines. So the default is::
+
+    threads = min(CAP, cores // processes, cores - busy), at least 1
+
+    cores      the cores this process may run on (``os.sched_getaffinity``; a CPU set or taskset
+               narrows it), else ``os.cpu_count()``
+    processes  the processes launched together on this machine (torchrun / accelerate set
+               ``LOCAL_WORLD_SIZE``, else ``WORLD_SIZE``): they share the cores, so N processes on
+               N cores or more take one thread each
+    busy       the machine's 1-minute load average, rounded down: cores other work is keeping busy
+    CAP        4: beyond a few threads the fork/join cost of an op of this size outweighs its share
+               of the work (reasoned from the op sizes, not measured on an idle many-core machine)
+
+``OMP_NUM_THREADS``, when set (by the user, or by torchrun for several processes), is the user's
+choice and is left alone. The choice is made before torch loads, through ``OMP_NUM_THREADS``
+(torch reads it when it loads), so a command that never needs torch (an empty input) never
+imports it; when torch is loaded already, or ``--threads`` asks for more threads than there are
+cores (torch caps OMP_NUM_THREADS there), ``torch.set_num_threads`` sets it directly.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+CAP = 4
+
+
+def allowed_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def local_processes() -> int:
+    """The processes launched together on this machine (1 unless torchrun / accelerate launched them)."""
+    for name in ("LOCAL_WORLD_SIZE", "WORLD_SIZE"):
+        value = os.environ.get(name, "")
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    return 1
+
+
+def busy_cores() -> int:
+    """Cores other work keeps busy: the 1-minute load average, rounded down (0 where unknown)."""
+    try:
+        return int(os.getloadavg()[0])
+    except (AttributeError, OSError):
+        return 0
+
+
+def default_threads(cores: int | None = None, processes: int | None = None, busy: int | None = None) -> int:
+    """min(CAP, cores // processes, cores - busy), at least 1 (see the module docstring)."""
+    cores = allowed_cores() if cores is None else cores
+    processes = local_processes() if processes is None else processes
+    busy = busy_cores() if busy is None else busy
+    return max(1, min(CAP, cores // max(1, processes), cores - busy))
+
+
+def apply(threads: int | None) -> int | None:
+    """Use ``threads`` (``--threads``) or, unless ``OMP_NUM_THREADS`` is set, ``default_threads()``;
+    returns the number chosen (None: left to ``OMP_NUM_THREADS`` or to the program that loaded
+    torch before)."""
+    loaded = "torch" in sys.modules
+    if threads is None:
+        if os.environ.get("OMP_NUM_THREADS") or loaded:
+            return None
+        threads = default_threads()
+    if loaded or threads > allowed_cores():
+        # torch reads OMP_NUM_THREADS only up to the cores it sees: more (``--threads 8`` on 2
+        # cores, as before) must be set on torch itself, which loads it now
+        import torch  # deliberately lazy: an empty input never needs torch
+
+        torch.set_num_threads(threads)
+    else:
+        os.environ["OMP_NUM_THREADS"] = str(threads)  # read by torch when it loads
+    return threads
