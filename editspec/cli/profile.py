@@ -34,9 +34,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         f"{' '.join(MODES)}")
     p.add_argument("--out", required=True, help="output directory for report.json, report.md, plots")
     p.add_argument("--warmup", type=int, default=5, help="untimed batches before timing")
-    p.add_argument("--architectures", action="store_true",
-                   help="also time t5-small, t5-base, EdiT5-small and EdiT5-base at real sizes with "
-                        "random weights and decoder steps forced from the gold targets")
+    p.add_argument("--architectures", nargs="*", default=None, metavar="NAME",
+                   help="also time these architectures at real sizes with random weights and decoder steps "
+                        "forced from the gold targets (none named: t5-small, t5-base, edit5-small, edit5-base; "
+                        "t5-shipped and t5-lease are our T5's shape and the lease recipe's)")
     p.add_argument("--pipeline", action="store_true",
                    help="also time editspec correct's whole path step by step (segmenting, spelling, "
                         "tokenizing, encoder, decoder passes, drafting, guard, rescoring, rounds, rendering) "

@@ -27,7 +27,7 @@ from editspec.modeling.loading import DEFAULT_MODEL, quiet_transformers, resolve
 from editspec.modeling import quantization
 from editspec.modeling.t5 import load_t5
 from editspec.profiling import ct2 as ct2_peer
-from editspec.profiling.architectures import profile_architectures
+from editspec.profiling.architectures import known, profile_architectures
 from editspec.profiling.data import read_data
 from editspec.profiling.modes import CT2, NEEDS, check_modes
 from editspec.profiling.pipeline import profile_pipeline
@@ -74,7 +74,7 @@ def load_ct2(t5_dir, device: torch.device, cache) -> tuple[ct2_peer.CT2Peer | No
 
 
 def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str] = (), *,
-            architectures: bool = False, model: str | None = None, edit5: str | None = None,
+            architectures: bool | Sequence[str] | None = False, model: str | None = None, edit5: str | None = None,
             t5: str | None = None, t5_draft: str | None = None, device: str | None = None,
             threads: int | None = None, batch_size: int = 1, limit: int | None = 100,
             seed: int | None = None, warmup: int = 5, gamma: int | str = "auto",
@@ -97,10 +97,11 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
     if dtype is not None and dtype not in DTYPES:
         raise EditspecError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
     torch_dtype = DTYPES[dtype] if dtype is not None else None
-    if not modes and not architectures and not pipeline:
+    use_architectures = architectures is True or isinstance(architectures, (list, tuple))  # [] : the defaults
+    if not modes and not use_architectures and not pipeline:
         raise EditspecError("nothing to profile: give --modes, --architectures or --pipeline")
     sources, targets = read_data(data, limit, seed)
-    if architectures and targets is None:
+    if use_architectures and targets is None:
         raise EditspecError("--architectures forces decoder steps from gold targets: give an M2 file or "
                             "source<TAB>target lines")
     torch.set_num_threads(threads or torch.get_num_threads())  # fixed for the whole run
@@ -162,12 +163,16 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
             load_seconds = time.perf_counter() - start
             report["pipeline"] = {**profile_pipeline(corrector, sources, warmup), "load_seconds": load_seconds}
             report["sentences"] = report["sentences"] or len(sources)
-        if architectures:
+        if use_architectures:
             if tokenizer is None:
                 edit5_path, t5_path = resolve_models(model, edit5, t5) if (model or edit5 or t5) else (None, None)
                 tokenizer = load_tokenizer(t5_path or edit5_path or DEFAULT_MODEL / "tokenizer")
+            names = None if architectures is True else list(architectures) or None  # none named: the defaults
+            unknown = sorted(set(names or ()) - set(known()))
+            if unknown:
+                raise EditspecError(f"unknown architecture(s) {', '.join(unknown)} (known: {', '.join(known())})")
             report["architectures"] = profile_architectures(sources, targets, tokenizer, dev, torch_dtype,
-                                                            batch_size, warmup, progress=progress)
+                                                            batch_size, warmup, names=names, progress=progress)
             if not modes:
                 report["sentences"] = next(iter(report["architectures"].values()))["sentences"]
     write_report(out, report, raw)

@@ -148,3 +148,17 @@ def test_bad_modes_fail_before_torch_loads(dev_m2, tmp_path):
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
     assert done.stdout.split() == ["2", "False"]
+
+
+def test_named_architectures_only_and_unknown_refused(bundle, dev_m2, tmp_path, monkeypatch, capsys):
+    """``--architectures NAME``: only the named ones (our own shapes among them); an unknown name
+    is a one-line error."""
+    monkeypatch.setattr(architectures, "EXTRA", {"t5-ours": TINY_ARCHITECTURES["t5-base"]})
+    out = tmp_path / "report"
+    assert cli.main(["profile", "--data", str(dev_m2), "--model", str(bundle), "--out", str(out), "--limit", "3",
+                     "--warmup", "0", "--device", "cpu", "--modes", "none", "--architectures", "t5-ours"]) == 0
+    assert set(json.loads((out / "report.json").read_text())["architectures"]) == {"t5-ours", "t5-ours+gold",
+                                                                                   "t5-ours+copy"}
+    assert cli.main(["profile", "--data", str(dev_m2), "--model", str(bundle), "--out", str(out), "--limit", "3",
+                     "--modes", "none", "--architectures", "t5-nope"]) != 0
+    assert "unknown architecture(s) t5-nope" in capsys.readouterr().err

@@ -93,8 +93,8 @@ def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsy
     printed = capsys.readouterr().out
     assert "a new series: from scratch" in printed
     calls = [json.loads(line.split("run ", 1)[1]) for line in printed.splitlines() if line.strip().startswith("run {")]
-    assert len(calls) == 1 and [w for w in calls[0]["command"].split() if w in ("start", "wait", "collect")] == \
-        ["start", "wait", "collect"]
+    assert len(calls) == 2 and [w for w in calls[0]["command"].split() if w in ("start", "wait", "collect")] == \
+        ["start", "wait", "collect"] and "checks" in calls[1]["command"].split()
 
     assert lease(["start", "--folder", str(folder), "--run-dir", str(run_dir), "--check-imports",  # prepared plan
                   *[a for s in TINY for a in ("--set", s)]]) == 0
@@ -116,6 +116,12 @@ def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsy
     manifest = json.loads((out / "lease-manifest.json").read_text())
     assert manifest["eval"]["t5"]["stage"] == "t5-ft" and "dev_approx_f05" in manifest["eval"]["t5"]
     assert manifest["continuation"] == "t5-stable/last" and manifest["stages"]["t5-stable"]["examples"] > 0
+    # the second call: speculative == greedy and the profiles (on the GPU there; here on the CPU)
+    assert lease(["checks", "--run-dir", str(run_dir), "--out", str(tmp_path / "OUT2"), "--limit", "3",
+                  "--device", "cpu"]) == 0
+    checked = capsys.readouterr().out
+    assert "batch 32 speculative-copy: mean" in checked and "identical to t5: 100% of" in checked, checked[-2000:]
+    assert (tmp_path / "OUT2" / "lease-checks.tar.xz").is_file()
 
     assert lease(["join", str(out), str(bundle), "--continuation", str(pack), "--log", str(lease_log)]) == 0
     record = json.loads(pack.with_name("t5.json").read_text())
@@ -178,10 +184,12 @@ def test_gpu_lease_15_minute_plans_are_one_call(path):
     plan = load_plan(Path(path))
     calls = [json.loads(line.split("run ", 1)[1]) for line in device_calls(REPO_ROOT / ".lease", plan).splitlines()
              if line.strip().startswith("run {")]
-    assert len(calls) == 1 and calls[0]["timeout_s"] <= 600 and len(calls[0]["command"]) <= 2000
+    assert len(calls) == 2 and all(c["timeout_s"] <= 600 and len(c["command"]) <= 2000 for c in calls)
     assert [w for w in calls[0]["command"].split() if w in ("start", "wait", "collect")] == ["start", "wait", "collect"]
     # the call's 600 s hold start (~30 s), the wait, and collect (its 60 s stop grace, shipping, dev loss)
     assert plan["wait_minutes"] * 60 + 150 <= 600 and sum(s["minutes"] for s in plan["stages"]) < plan["wait_minutes"]
+    # the lease's 900 s: the machine's start (~90 s), the first call, the checks' call
+    assert 90 + 600 + calls[1]["timeout_s"] <= 900
     first = load_config(REPO_ROOT / plan["stages"][0]["config"], plan["stages"][0].get("set", []))
     if path == PLAN:
         assert plan["stages"][0]["continue"] and plan["continuation"] == plan["stages"][0]["name"]

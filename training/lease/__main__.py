@@ -64,6 +64,13 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--run-dir", **run_dir)
     c.add_argument("--out", required=True, help="the folder that comes back ($OUT)")
 
+    k = sub.add_parser("checks", help="device, second call: speculative == greedy and profiles on the GPU")
+    k.add_argument("--run-dir", **run_dir)
+    k.add_argument("--out", required=True, help="the folder that comes back ($OUT)")
+    k.add_argument("--limit", type=int, default=200, help="W&I dev sentences (seed 0)")
+    k.add_argument("--device", default="cuda")
+    k.add_argument("--minutes", type=float, default=3.0)
+
     j = sub.add_parser("join", help="here: shards -> bundle, checked and loaded; the continuation replaced")
     j.add_argument("src", help="the collect call's files")
     j.add_argument("dest", help="the bundle directory to write")
@@ -110,6 +117,9 @@ def run(args: argparse.Namespace) -> int:
         with guarded(carried) if carried is not None else contextlib.nullcontext():
             from training.lease.collect import collect
             collect(run_dir, Path(args.out))
+    elif args.command == "checks":
+        from training.lease.checks import checks
+        return checks(run_dir, Path(args.out), args.limit, args.device, args.minutes)
     elif args.command == "join":
         from training.lease.join import main as join_main
         join_main(Path(args.src), Path(args.dest), Path(args.continuation), Path(args.log))

@@ -218,7 +218,9 @@ def device_calls(folder: Path, plan: dict) -> str:
                   # collect even when the recipe failed (it ships what the stages saved), never when
                   # start failed (a warm machine could still hold an earlier run); wait's failure is the exit code
                   {"command": f"{start} && {{ {wait}; w=$?; {collect} && exit $w; }}", "carry": [str(rel)],
-                   "timeout_s": 600})]
+                   "timeout_s": 600}),
+                 ("the rest of the lease, on the still-warm machine: the CUDA checks (speculative == greedy, profiles)",
+                  {"command": f'{env} checks --out "$OUT" --minutes 2.5', "carry": [str(rel)], "timeout_s": 200})]
     else:
         calls = [
             ("start: unpack, install the wheels, start the recipe detached, return",
@@ -235,7 +237,7 @@ def device_calls(folder: Path, plan: dict) -> str:
         lines.insert(0, f"note: {folder} is outside the repository, which is all a call carries")
     for n, (what, call) in enumerate(calls, 1):
         lines += [f"  {n}. {what}", f"     run {json.dumps(call)}"]
-    lines += ["Then give the machine back (give_back), and here, with the files_at folder the last call's reply names:",
+    lines += ["Then give the machine back (give_back), and here, with the files_at folder of the call that collected:",
               "  python -m training.lease join FILES_AT runs/lease-bundle"]
     return "\n".join(lines)
 
