@@ -2,14 +2,14 @@
 
     from editspec import Corrector
     corrector = Corrector.from_pretrained()            # the shipped bundle, or a directory
-    corrector.correct(["She go to school every days.  I like it."])
-    # -> ["She goes to school every day.  I like it."]
+    corrector.correct(["He have two brothers.  I like it."])
+    # -> ["He has two brothers.  I like it."]
 
 What happens to a line::
 
-    line       "  She go to school every days.  I like it."
-    segment    (2, 31) "She go to school every days."    (2 spaces before, 2 between:
-               (33, 43) "I like it."                       kept verbatim, never modelled)
+    line       "  He have two brothers.  I like it."
+    segment    (2, 23) "He have two brothers."           (2 spaces before, 2 between:
+               (25, 35) "I like it."                       kept verbatim, never modelled)
     spelling   with ``spelling`` on, words no dictionary holds are respelled (or split: "infront"),
                capitals restored ("i", names, sentence starts) and a long last sentence given its
                full stop (``editspec.spelling``)
