@@ -4,6 +4,8 @@ The flags become the plain arguments of ``editspec.profiling.run.profile``::
 
     editspec profile --data ABCN.dev.gold.bea19.m2 --limit 100 --modes t5 edit5 speculative --out runs/prof
     wrote runs/prof/report.json, runs/prof/report.md and plots
+    editspec profile --data dev.m2 --limit 500 --modes t5 speculative ct2-greedy ct2-int8 --pipeline \
+        --batch-size 16 --threads 1 --out runs/prof     # against CTranslate2, and where correct's time goes
 
 ``--modes`` and ``--gamma`` are checked before torch loads, so a bad one fails at once with one
 line; the profiling modules (torch, transformers, matplotlib) load only when the command runs.
