@@ -54,7 +54,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "(the whole remaining draft, up to 48)")
     p.add_argument("--ct2-cache", default=None, metavar="DIR",
                    help="where the CTranslate2 conversion of the T5 is kept for the ct2-* modes "
-                        "(converted once per weights; default: ~/.cache/editspec/ct2)")
+                        "(converted once per weights; default: ~/.cache/editspec/ct2, or $EDITSPEC_CACHE/ct2)")
     p.add_argument("--prompt-lookup-tokens", type=int, default=10,
                    help="prompt_lookup_num_tokens of hf-prompt-lookup")
     return p

@@ -9,8 +9,8 @@ the same sentences, batches, warm-up and threads as the other modes::
 ``converted(t5_dir)`` converts the T5 directory with ``ctranslate2.converters.TransformersConverter``
 into ``~/.cache/editspec/ct2/<sha256 of config.json and the weights, and the ctranslate2 version>``
 (``editspec.cache``; or ``cache``), once: the conversion is written to a temporary folder and renamed into place, so
-a run that is interrupted leaves nothing half-written. It is converted from the float32 weights (as ``load_t5`` reads them); ``ct2-int8``
-loads the same files with ``compute_type="int8"`` (CTranslate2 quantizes at load time).
+a run that is interrupted leaves nothing half-written. It is converted from the float32 weights
+(as ``load_t5`` reads them); ``ct2-int8`` loads the same files with ``compute_type="int8"`` (CTranslate2 quantizes at load time).
 
 ``CT2Peer.translate`` decodes rows of input ids (EOS included) with ``translate_batch``:
 ``beam_size=1`` (greedy), ``min_decoding_length=0`` (EOS may come first, as in our greedy

@@ -49,4 +49,3 @@ def dev_m2(tmp_path):
     path = tmp_path / "dev.m2"
     path.write_text("\n".join(blocks) + "\n", encoding="utf-8")
     return path
-
