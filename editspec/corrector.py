@@ -30,6 +30,9 @@ What happens to a line::
     rejoin     "  She goes to school every day.  I like it."
     edits      word-level diff of line and output: (6, 8) "go" -> "goes", (25, 29) "days" -> "day"
 
+Each step above runs inside ``self.timings(step)``: ``OFF`` (nothing) unless ``editspec profile
+--pipeline`` sets a ``timing.Timings``, which then holds each step's share of the wall time.
+
 Rendering copies every kept token's characters from the input (``editspec.tokens``), so emoji,
 CJK, tabs, unusual spaces survive wherever the model does not edit them.
 

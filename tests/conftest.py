@@ -1,5 +1,7 @@
 """Shared fixtures: a tiny SentencePiece/T5 tokenizer trained on generated sentences (~1 s)."""
 
+import os
+
 import pytest
 import torch
 
@@ -21,6 +23,19 @@ def tokenizer(tokenizer_dir):
     from editspec.tokenization.tokens import load_tokenizer
 
     return load_tokenizer(tokenizer_dir)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _editspec_cache(tmp_path_factory):
+    """editspec's cache (spelling dictionaries, CTranslate2 conversions) in the session's temporary
+    folder, never in ~/.cache; subprocesses inherit it."""
+    old = os.environ.get("EDITSPEC_CACHE")
+    os.environ["EDITSPEC_CACHE"] = str(tmp_path_factory.mktemp("editspec-cache"))
+    yield
+    if old is None:
+        os.environ.pop("EDITSPEC_CACHE", None)
+    else:
+        os.environ["EDITSPEC_CACHE"] = old
 
 
 @pytest.fixture(autouse=True)

@@ -4,6 +4,8 @@ The flags become the plain arguments of ``editspec.profiling.run.profile``::
 
     editspec profile --data ABCN.dev.gold.bea19.m2 --limit 100 --modes t5 edit5 speculative --out runs/prof
     wrote runs/prof/report.json, runs/prof/report.md and plots
+    editspec profile --data dev.m2 --limit 500 --modes t5 speculative ct2-greedy ct2-int8 --pipeline \
+        --batch-size 16 --threads 1 --out runs/prof     # against CTranslate2, and where correct's time goes
 
 ``--modes`` and ``--gamma`` are checked before torch loads, so a bad one fails at once with one
 line; the profiling modules (torch, transformers, matplotlib) load only when the command runs.
@@ -53,7 +55,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "(the whole remaining draft, up to 48)")
     p.add_argument("--ct2-cache", default=None, metavar="DIR",
                    help="where the CTranslate2 conversion of the T5 is kept for the ct2-* modes "
-                        "(converted once per weights; default: ~/.cache/editspec/ct2)")
+                        "(converted once per weights; default: ~/.cache/editspec/ct2, or $EDITSPEC_CACHE/ct2)")
     p.add_argument("--prompt-lookup-tokens", type=int, default=10,
                    help="prompt_lookup_num_tokens of hf-prompt-lookup")
     return p

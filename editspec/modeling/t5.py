@@ -78,7 +78,10 @@ def log_likelihood(model: T5ForConditionalGeneration, input_ids: torch.Tensor, a
     hidden = encode(model, input_ids, attention_mask)
     if rows is not None:
         hidden, attention_mask = hidden[rows], attention_mask[rows]
-    logits = model(encoder_outputs=(hidden,), attention_mask=attention_mask, labels=labels).logits
+    # the decoder input transformers builds from ``labels`` (``_shift_right``), given directly: the
+    # same logits, without the cross-entropy loss it would also compute over them and we never read
+    logits = model(encoder_outputs=(hidden,), attention_mask=attention_mask,
+                   decoder_input_ids=model._shift_right(labels)).logits
     return label_log_probs(logits, labels)
 
 

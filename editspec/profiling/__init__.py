@@ -14,6 +14,8 @@ The modules follow one run:
     profiler.py       the modes on trained models, batch by batch, against T5's greedy output
     architectures.py  random T5/EdiT5 at real sizes, decoder steps forced to gold lengths
     side_steps.py     spelling before the model and rescoring after it, timed apart
+    ct2.py            CTranslate2 on the same T5 weights (the ct2-* modes), converted once
+    pipeline.py       ``--pipeline``: editspec correct's whole path, step by step
     stats.py          summaries, and Leviathan et al.'s expected speedup
     report.py         report.json and report.md; plots.py: the plots
     run.py            ``profile``: one whole run, from the data file to the report files

@@ -8,9 +8,9 @@ the same sentences, batches, warm-up and threads as the other modes::
 
 ``converted(t5_dir)`` converts the T5 directory with ``ctranslate2.converters.TransformersConverter``
 into ``~/.cache/editspec/ct2/<sha256 of config.json and the weights, and the ctranslate2 version>``
-(or ``cache``), once: the conversion is written to a temporary folder and renamed into place, so
-a run that is interrupted leaves nothing half-written. It is converted from the float32 weights (as ``load_t5`` reads them); ``ct2-int8``
-loads the same files with ``compute_type="int8"`` (CTranslate2 quantizes at load time).
+(``editspec.cache``; or ``cache``), once: the conversion is written to a temporary folder and renamed into place, so
+a run that is interrupted leaves nothing half-written. It is converted from the float32 weights
+(as ``load_t5`` reads them); ``ct2-int8`` loads the same files with ``compute_type="int8"`` (CTranslate2 quantizes at load time).
 
 ``CT2Peer.translate`` decodes rows of input ids (EOS included) with ``translate_batch``:
 ``beam_size=1`` (greedy), ``min_decoding_length=0`` (EOS may come first, as in our greedy
@@ -31,11 +31,11 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
+from editspec.cache import cache_dir
 from editspec.errors import EditspecError
 
 COMPUTE = {"ct2-greedy": "float32", "ct2-int8": "int8"}  # mode -> CTranslate2 compute_type
 WEIGHT_FILES = ("config.json", "model.safetensors", "pytorch_model.bin")
-DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "editspec" / "ct2"
 
 
 def missing() -> str | None:
@@ -85,7 +85,7 @@ def converted(t5_dir: str | os.PathLike, cache: str | os.PathLike | None = None)
     and found in the cache afterwards."""
     if not Path(t5_dir).is_dir():
         raise EditspecError(f"CTranslate2 converts a local T5 directory, not {t5_dir}")
-    target = Path(cache or DEFAULT_CACHE) / weights_key(t5_dir)
+    target = Path(cache or cache_dir("ct2")) / weights_key(t5_dir)
     if (target / "model.bin").is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -29,7 +29,8 @@ wrapper around ``core.Decoder.forward`` (one call per pass), forward hooks on th
 step runs from one call to the next; the last until ``generate_edits`` returns), a
 ``TimedDrafter`` around our drafters and a wrapper around the assistant's ``generate`` in
 ``hf-assisted``; the CTranslate2 peers (``ct2-*``, ``editspec.profiling.ct2``) are one call into
-its own threads, timed whole (latency only; its parts are reported as 0 under "other"). The draft window's cost model is measured before the clock starts. Each output
+its own threads, timed whole (latency only: the whole call is "other"). The draft window's cost
+model is measured before the clock starts. Each output
 is compared with T5's greedy output of the same batch (``identical_to_t5``).
 """
 

@@ -79,16 +79,16 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
             threads: int | None = None, batch_size: int = 1, limit: int | None = 100,
             seed: int | None = None, warmup: int = 5, gamma: int | str = "auto",
             prompt_lookup_tokens: int = 10, dtype: str | None = None, quantize: str | None = None,
-            trace: bool = False, pipeline: bool = False, ct2_cache: str | os.PathLike | None = None, options: dict | None = None,
-            progress: bool = False) -> dict:
+            trace: bool = False, pipeline: bool = False, ct2_cache: str | os.PathLike | None = None,
+            options: dict | None = None, progress: bool = False) -> dict:
     """Profile ``modes`` (and with ``architectures`` the random architectures) on the sentences
     of ``data``; write the report into ``out`` and return it. ``gamma``: the speculative modes'
     draft window: "auto" (the decoding core's, from measured pass costs), a fixed number of
     tokens, or "all" (the whole remaining draft, up to 48); ``dtype``: a name of ``DTYPES`` (None: float32, as ``editspec correct``);
     ``quantize``: "int8" (``editspec.modeling.quantization``), every model timed quantized;
     ``pipeline``: also time ``editspec correct``'s whole path step by step
-    (``editspec.profiling.pipeline``), the sentences as lines; ``ct2_cache``: where the CTranslate2 conversion of the T5 is kept (default
-    ``~/.cache/editspec/ct2``); ``options``: recorded as given (the CLI's flags)."""
+    (``editspec.profiling.pipeline``), the sentences as lines; ``ct2_cache``: where the
+    CTranslate2 conversion of the T5 is kept (default ``editspec.cache``'s ``ct2/``); ``options``: recorded as given (the CLI's flags)."""
     modes = check_modes(modes)
     if batch_size < 1:
         raise EditspecError("batch size must be at least 1")

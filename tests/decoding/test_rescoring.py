@@ -8,7 +8,7 @@ import torch
 from editspec.decoding import core
 from editspec.modeling import t5
 from editspec.text.diff import diff
-from editspec.data.features import collate_t5
+from editspec.data.features import collate_t5, label_log_probs
 from editspec.decoding.rescoring import rescore, scorer
 from tests.helpers import random_batch, random_t5
 
@@ -90,3 +90,17 @@ def test_an_overfitted_t5_keeps_its_right_edits_and_undoes_a_wrong_one(tokenizer
     apart = [k for k, (s, _) in enumerate(changed) if len(diff(s, wrong[k])) == len(diff(s, changed[k][1])) + 1]
     assert len(apart) >= 4
     assert rescore([changed[k][0] for k in apart], [wrong[k] for k in apart], score) == [changed[k][1] for k in apart]
+
+
+def test_t5_log_likelihood_is_bit_for_bit_the_labels_pass():
+    """The decoder input given directly (no loss computed) gives the very logits that passing
+    ``labels`` to transformers gives: the same scores, bit for bit (float32, padded labels)."""
+    model = random_t5(4, dtype=torch.float32)
+    ids, mask = random_batch(torch.Generator().manual_seed(4), 5, model.config.vocab_size)
+    outputs = core.greedy(model, ids, mask, max_new_tokens=12)
+    padded = collate_t5([{"input_ids": [], "labels": o + [1]} for o in outputs])["labels"]
+    with torch.inference_mode():
+        hidden = model.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+        logits = model(encoder_outputs=(hidden,), attention_mask=mask, labels=padded).logits
+        expected = label_log_probs(logits, padded)
+        assert torch.equal(t5.log_likelihood(model, ids, mask, padded), expected)

@@ -49,11 +49,3 @@ def dev_m2(tmp_path):
     path = tmp_path / "dev.m2"
     path.write_text("\n".join(blocks) + "\n", encoding="utf-8")
     return path
-
-
-@pytest.fixture(autouse=True)
-def _ct2_cache(tmp_path_factory, monkeypatch):
-    """CTranslate2 conversions in the session's temporary folder, never in ~/.cache."""
-    from editspec.profiling import ct2
-
-    monkeypatch.setattr(ct2, "DEFAULT_CACHE", tmp_path_factory.getbasetemp() / "ct2-cache")
