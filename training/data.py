@@ -34,7 +34,7 @@ import torch
 from editspec.data import corpora
 from editspec.data.corpora import evenly_spaced
 from editspec.text.spelling import respell_all
-from editspec.tokenization.tokens import load_tokenizer
+from editspec.tokenization.tokens import encode, load_tokenizer
 from training.data_mixture import Batching, MapSource, Mixture, Position, ShardedStream
 from training.config import resolve
 from training.models import ModelKind
@@ -84,25 +84,44 @@ def read_pairs(spec: dict, data_dir: Path):
 
 
 def synthetic_shard(shard: tuple[str, int, int], start: int, folder: str, seed: int, m2: str | None,
-                    tok_path: str, kind_name: str, max_length: int):
+                    tok_path: str, kind_name: str, max_length: int, error_rate: float = 1.0):
     """Featurized synthetic pairs of one part of a Wikipedia shard from item ``start`` on, endlessly.
 
     ``shard`` is (file name, part, parts): lines n with n % parts == part. Pairs are a function of
     (seed, shard, line) (``training.synthetic.pairs``); after a full pass the part starts again with
-    another seed: new errors in the same sentences. Items before ``start`` are regenerated and
-    dropped (about 1 ms each), which is how a run resumes.
+    another seed: new errors in the same sentences, so a T5's target ids are tokenized once and
+    kept (``TargetIds``). Items before ``start`` are regenerated and dropped (about 1 ms each),
+    which is how a run resumes.
     """
-    tok, featurize = load_tokenizer(tok_path), ModelKind(kind_name).featurize_batch
+    tok, kind = load_tokenizer(tok_path), ModelKind(kind_name)
+    featurize = TargetIds(tok).t5_features if kind.name == "t5" else functools.partial(kind.featurize_batch, tok)
     name, part, parts = shard
 
     def endless():
         for epoch in itertools.count():
-            yield from synthetic_pairs(folder, seed + 1000 * epoch, [name], m2, part, parts)
+            yield from synthetic_pairs(folder, seed + 1000 * epoch, [name], m2, part, parts, error_rate)
 
     pairs = itertools.islice(endless(), start, None)
     while True:
         chunk = list(itertools.islice(pairs, 256))
-        yield from featurize(tok, [e["source"] for e in chunk], [e["target"] for e in chunk], max_length)
+        yield from featurize([e["source"] for e in chunk], [e["target"] for e in chunk], max_length)
+
+
+class TargetIds:
+    """``features.t5_features_batch`` with each target's ids tokenized once: a synthetic stream's
+    targets are the same sentences pass after pass (only the errors in the sources change)."""
+
+    def __init__(self, tok):
+        self.tok, self.ids = tok, {}
+
+    def t5_features(self, sources: list[str], targets: list[str], max_length: int) -> list[dict | None]:
+        new = [t for t in dict.fromkeys(targets) if t not in self.ids]
+        self.ids.update(zip(new, (e.ids for e in encode(self.tok, new))))
+        eos, out = self.tok.eos_token_id, []
+        for src, tgt in zip(encode(self.tok, sources), (self.ids[t] for t in targets)):
+            too_long = len(src.ids) + 1 > max_length or len(tgt) + 1 > max_length
+            out.append(None if too_long else {"input_ids": src.ids + [eos], "labels": tgt + [eos]})
+        return out
 
 
 def synthetic_source(spec: dict, data_dir: Path, kind: ModelKind, tok_path: Path, max_length: int, seed: int,
@@ -118,7 +137,8 @@ def synthetic_source(spec: dict, data_dir: Path, kind: ModelKind, tok_path: Path
     shards = [(f.name, q, parts) for f in shard_files(folder, spec.get("shards")) for q in range(parts)]
     m2 = str(data_dir / spec["m2_for_rates"]) if spec.get("m2_for_rates") else None
     produce = functools.partial(synthetic_shard, folder=str(folder), seed=int(spec.get("seed", seed)), m2=m2,
-                                tok_path=str(tok_path), kind_name=kind.name, max_length=max_length)
+                                tok_path=str(tok_path), kind_name=kind.name, max_length=max_length,
+                                error_rate=float(spec.get("error_rate", 1.0)))
     return ShardedStream(spec["name"], shards, produce, chunk=64, workers=workers)
 
 

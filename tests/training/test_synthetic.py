@@ -374,3 +374,21 @@ def test_output_does_not_depend_on_hash_seed(shards):
                            cwd=Path(__file__).resolve().parents[2],
                            env={**os.environ, "PYTHONHASHSEED": h}).stdout for h in ("1", "2")}
     assert len(outs) == 1
+
+
+def test_scaled_profile_makes_more_errors_per_sentence_with_as_many_clean(lex):
+    """``error_rate`` (a synthetic source's recall lever): twice the edits per token, in the same
+    proportions of types, and the same share of sentences left clean."""
+    base = ErrorProfile({"R:PREP": 0.03, "R:SPELL": 0.03}, 0.3)
+    double = base.scaled(2.0)
+    assert double.total_rate == pytest.approx(2 * base.total_rate) and double.clean_fraction == base.clean_fraction
+    assert base.scaled(1.0) is base
+    rng = random.Random(0)
+    sents = [rng.choice(TEXTS) for _ in range(600)]
+
+    def edits(profile):
+        c = Corruptor(profile, lex)
+        pairs = [c.pair(t, sentence_rng(1, "x", i)) for i, t in enumerate(sents)]
+        return sum(Levenshtein.distance(toks(p["source"], lex), toks(p["target"], lex)) for p in pairs)
+
+    assert edits(double) > 1.4 * edits(base)

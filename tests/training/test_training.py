@@ -24,12 +24,14 @@ from transformers import T5Config, T5ForConditionalGeneration, get_scheduler
 from editspec.corrector import Corrector
 from editspec.modeling.modeling_edit5 import EdiT5Model
 from editspec.modeling.t5 import load_t5
+from editspec.data import features
 from editspec.tokenization.tokens import load_tokenizer, marker_ids
 from tests.helpers import sentences
 from training import average, ship
 from training import data_mixture as dm
 from training import budget, config, data, models
 from training import train as T
+from training.synthetic.pairs import synthetic_pairs
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -410,6 +412,13 @@ def test_synthetic_parts_feed_more_workers_than_shards_in_the_same_order(tmp_pat
 
     serial = first(0)
     assert first(4) == serial  # four workers, one per (shard, part) stream
+    # the targets' ids, tokenized once per stream, are what the plain featurization gives, pass after pass
+    tok = load_tokenizer(tokenizer_dir)
+    made = list(itertools.islice(data.synthetic_shard(("enwiki_sentences.00.txt.xz", 0, 2), 0, str(wiki), 0, None,
+                                                      str(tokenizer_dir), "t5", 64), 40))  # 15 lines: 3 passes
+    pairs = list(itertools.islice((p for e in itertools.count() for p in synthetic_pairs(
+        wiki, 1000 * e, ["enwiki_sentences.00.txt.xz"], None, 0, 2)), 40))
+    assert made == features.t5_features_batch(tok, [p["source"] for p in pairs], [p["target"] for p in pairs], 64)
     # chunks of 64 per stream: 64 pairs of shard 0's part 0 (15 lines, so a second pass with new
     # errors), then 36 of its part 1: all 30 sentences of shard 0
     assert len({tuple(x) for x in serial}) == 30

@@ -64,8 +64,9 @@ def _calibration(data_dir: str | Path) -> list[str]:
 
 
 def _pairs_from_files(files: Sequence[str | Path], seed: int, m2_for_rates: str | Path | None,
-                      calibration: Sequence[str], part: int = 0, parts: int = 1) -> Iterator[dict[str, str]]:
-    corruptor = Corruptor(profile_of(m2_for_rates), calibration=calibration)
+                      calibration: Sequence[str], part: int = 0, parts: int = 1,
+                      error_rate: float = 1.0) -> Iterator[dict[str, str]]:
+    corruptor = Corruptor(profile_of(m2_for_rates).scaled(error_rate), calibration=calibration)
     for f in map(Path, files):
         for n, line in enumerate(read_lines(f)):
             if n % parts == part and line.strip():
@@ -73,12 +74,14 @@ def _pairs_from_files(files: Sequence[str | Path], seed: int, m2_for_rates: str 
 
 
 def synthetic_pairs(data_dir: str | Path, seed: int, shards: Sequence[int | str] | None = None,
-                    m2_for_rates: str | Path | None = None, part: int = 0, parts: int = 1) -> Iterator[dict[str, str]]:
+                    m2_for_rates: str | Path | None = None, part: int = 0, parts: int = 1,
+                    error_rate: float = 1.0) -> Iterator[dict[str, str]]:
     """Stream {"source": corrupted, "target": clean} over the shards, one line at a time; with
     ``parts`` > 1 only lines n with n % parts == part (so that more processes than shards can
-    share the work: a line's pair is the same in every part split)."""
+    share the work: a line's pair is the same in every part split); ``error_rate`` scales the
+    profile's edits per token (``ErrorProfile.scaled``)."""
     yield from _pairs_from_files(shard_files(data_dir, shards), seed, m2_for_rates,
-                                 _calibration(data_dir), part, parts)
+                                 _calibration(data_dir), part, parts, error_rate)
 
 
 def synthetic_dataset(data_dir: str | Path, seed: int, shards: Sequence[int | str] | None = None,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from editspec.data.m2 import SKIP_TYPES, Edit, parse_block, read_blocks
@@ -31,6 +31,11 @@ class ErrorProfile:
     @property
     def total_rate(self) -> float:
         return sum(self.rates.values())
+
+    def scaled(self, factor: float) -> "ErrorProfile":
+        """The same types in the same proportions, ``factor`` times as many edits per token (a
+        recall lever: more errors per sentence than the learners made); clean sentences as many."""
+        return self if factor == 1 else replace(self, rates={t: r * factor for t, r in self.rates.items()})
 
 
 # Used only when no M2 file is given. Rough, hand-chosen round numbers (edits per token) in the
