@@ -284,8 +284,9 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
                 elapsed = float(accelerator.gather(torch.tensor([elapsed], device=accelerator.device)).max())
             if world == 1 or at_log:
                 new_end = budget.check(state.step, elapsed, scheduler, make_scheduler, log)
-                if new_end is not None:
-                    max_steps, end = new_end, min(end, new_end)
+                if new_end is not None:  # never past the recipe's max_steps (a refit at its last step asks +1)
+                    max_steps = min(max_steps, new_end)
+                    end = min(end, max_steps)
             if tc["log_batches"]:
                 record({"step": state.step, "batches": batch_hash([b.ids for b in got]), "n_batches": len(got),
                         "loss_local": float(loss.detach())})

@@ -190,16 +190,37 @@ def test_gpu_lease_15_minute_plans_are_one_call(path):
     assert plan["wait_minutes"] * 60 + 150 <= 600 and sum(s["minutes"] for s in plan["stages"]) < plan["wait_minutes"]
     # the lease's 900 s: the machine's start (~90 s), the first call, the checks' call
     assert 90 + 600 + calls[1]["timeout_s"] <= 900
-    first = load_config(REPO_ROOT / plan["stages"][0]["config"], plan["stages"][0].get("set", []))
     if path == PLAN:
+        first = load_config(REPO_ROOT / plan["stages"][0]["config"], plan["stages"][0].get("set", []))
         assert plan["stages"][0]["continue"] and plan["continuation"] == plan["stages"][0]["name"]
         t5 = T5ForConditionalGeneration(T5Config(**first["model"]["config"], vocab_size=16256))
         assert (t5.config.num_layers, t5.config.num_decoder_layers) == (12, 2)
         bf16 = 2 * sum(p.numel() for p in t5.parameters())
         # packed with xz, bf16 weights take ~71%: the continuation stays under its 30 MB
         assert 0.75 * bf16 < continuation.MAX_BYTES
-    else:
-        assert (REPO_ROOT / first["model"]["init_from"] / "model.safetensors").is_file()
+    else:  # the heads follow the shipped T5: its corrections, made on the device, then heads on its encoder
+        distill, heads = plan["stages"]
+        assert distill["module"] == "training.lease.distill" and not plan["park"] and not plan["wiki"]
+        heads_cfg = load_config(REPO_ROOT / heads["config"], heads["set"])
+        assert heads_cfg["model"]["init_from"] == distill["args"][0] == "editspec/models/default/t5"
+        assert (REPO_ROOT / distill["args"][0] / "model.safetensors").is_file()
+        assert heads_cfg["data"]["sources"] == [{"name": "distill", "type": "parallel", "source": "distill/source.txt",
+                                                 "target": "distill/target.txt"}]
+
+
+def test_gpu_lease_distill_writes_the_t5s_greedy_corrections(tmp_path, data, models, capsys):
+    from training.lease.distill import main as distill_main
+    from training.dev import correct_fn_for
+    from training.models import ModelKind
+
+    distill_main([str(models / "bundle" / "t5"), "--m2", "wi_locness/ABC.train.gold.bea19.m2", "--out",
+                  str(tmp_path / "d"), "--data-dir", str(data), "--limit", "6"])
+    sources = (tmp_path / "d" / "source.txt").read_text().splitlines()
+    targets = (tmp_path / "d" / "target.txt").read_text().splitlines()
+    assert len(sources) == len(targets) == 6 and "6 sentences" in capsys.readouterr().out
+    t5 = T5ForConditionalGeneration.from_pretrained(models / "bundle" / "t5").eval()
+    with torch.no_grad():
+        assert targets == correct_fn_for(t5, ModelKind("t5"), load_tokenizer(models / "bundle" / "t5"), 128)(sources)
 
 
 def test_gpu_lease_collect_ships_heads_beside_the_shipped_t5(tmp_path):

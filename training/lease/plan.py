@@ -12,6 +12,9 @@
                                                       also be a model directory the package ships
                                                       (editspec/models/default/t5): EdiT5 heads
                                                       trained on the shipped T5's encoder ship beside it
+      - {name: distill, module: training.lease.distill, args: [...]}   another step: python -m MODULE ARGS
+    park: false                                       the shipped bundle travels (default: parked)
+    wiki: false                                       no Wikipedia slice (default: >= 700k sentences)
     one_call: true, wait_minutes: 7                   start, one wait, collect in one device call
     waits: 2, wait_minutes: 9                         or: separate calls, `waits` wait calls (30-minute plan)
 """
@@ -40,6 +43,8 @@ def load_plan(path: Path) -> dict:
     if not names or len(set(names)) != len(names):
         raise EditspecError(f"lease plan {path}: stages need distinct names")
     for s in plan["stages"]:
+        if bool(s.get("config")) == bool(s.get("module")):
+            raise EditspecError(f"lease plan {path}: stage {s['name']} needs a config (training) or a module")
         if not all(isinstance(x, str) and "=" in x for x in s.get("set", [])):
             raise EditspecError(f"lease plan {path}: stage {s['name']}'s set needs KEY=VALUE strings")
         earlier = names[:names.index(s["name"])]

@@ -45,7 +45,7 @@ from editspec.data.corpora import data_dir as default_data_dir
 from editspec.data.m2 import read_blocks
 from editspec.errors import EditspecError
 from training.lease import continuation
-from training.lease.park import park, unpark
+from training.lease.park import BUNDLE, CONTINUATION, park, unpark
 from training.lease.plan import REPO_ROOT, WHEELS, load_plan
 from training.synthetic.lexicon import save_tables
 from training.synthetic.pairs import WIKI_DIR, read_lines, shard_files
@@ -160,8 +160,10 @@ def prepare(folder: Path, plan_path: Path, data: Path | None = None, wheels: lis
             wiki_start: int | None = None, min_wiki: int = 700_000, park_bundle: bool = True,
             limit: int = LIMIT) -> dict:
     """Pack ``folder``; ``pack`` None starts a new series from scratch (no continuation)."""
-    resumed = continuation.verify(pack) if pack is not None else None  # before anything is spent
     plan = load_plan(plan_path)
+    series = any(s.get("continue") for s in plan["stages"])  # a plan that continues the series
+    pack = pack if series else None
+    resumed = continuation.verify(pack) if pack is not None else None  # before anything is spent
     data = default_data_dir(data)
     tmp = folder.with_name(folder.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -175,8 +177,13 @@ def prepare(folder: Path, plan_path: Path, data: Path | None = None, wheels: lis
     save_tables(tmp / "lexicon.json.xz")
     names = write_wheels([fetch_wheel(w, wheel_cache) for w in (WHEELS if wheels is None else wheels)],
                          tmp / "wheels.tar.xz")
+    # what does not travel: the shipped bundle, or for a plan that ships it as it is (park: false), the
+    # continuation checkpoint, which only the series' plan reads
+    parking = [BUNDLE] if plan.get("park", True) else [CONTINUATION]
+    if not plan.get("wiki", True):
+        wiki_sentences, min_wiki = 0, 0  # a plan with no synthetic stage carries no Wikipedia slice
     if park_bundle:
-        park()
+        park(paths=parking)
     try:
         room = limit - margin - tree_bytes() - folder_bytes(tmp) - 4096  # prepared.json
         if room < 0:
@@ -184,8 +191,8 @@ def prepare(folder: Path, plan_path: Path, data: Path | None = None, wheels: lis
                                 f"the {limit / 2**20:.0f} MiB a call carries (less a {margin / 2**20:.1f} MiB margin)")
         start = wiki_start if wiki_start is not None else int((resumed or {}).get("wiki_next", 0))
         sentences = write_sentences(data / WIKI_DIR, tmp / "data" / WIKI_DIR / "lease.00.txt.xz", room,
-                                    wiki_sentences, start)
-        if sentences < min(min_wiki, wiki_sentences or min_wiki):
+                                    wiki_sentences, start) if wiki_sentences != 0 else 0
+        if sentences < min(min_wiki, min_wiki if wiki_sentences is None else wiki_sentences):
             raise EditspecError(f"room for {sentences} Wikipedia sentences, fewer than {min_wiki}: the call would "
                                 f"carry too little text (free some of the working tree)")
     except BaseException:
@@ -194,10 +201,10 @@ def prepare(folder: Path, plan_path: Path, data: Path | None = None, wheels: lis
         raise
     report = {"plan": str(plan_path.resolve().relative_to(REPO_ROOT)), "m2_sentences": counts,
               "wiki_start": start, "wiki_sentences": sentences, "wheels": names, "folder_bytes": folder_bytes(tmp),
-              "tree_bytes": tree_bytes(), "limit_bytes": limit, "parked": park_bundle,
+              "tree_bytes": tree_bytes(), "limit_bytes": limit, "parked": parking if park_bundle else [],
               "continuation": None if pack is None else str(pack.resolve().relative_to(REPO_ROOT))
               if pack.resolve().is_relative_to(REPO_ROOT) else str(pack.resolve()),
-              "resumed": resumed}
+              "resumed": resumed, "series": series}
     (tmp / "prepared.json").write_text(json.dumps(report, indent=1) + "\n")
     shutil.rmtree(folder, ignore_errors=True)
     tmp.rename(folder)
@@ -253,8 +260,10 @@ def main(args) -> None:
           f"from line {report['wiki_start']}, M2 {report['m2_sentences']}, wheels {', '.join(report['wheels'])}); "
           f"the working tree {report['tree_bytes'] / 2**20:.2f} MiB; the call carries {total / 2**20:.2f} of "
           f"{LIMIT / 2**20:.0f} MiB")
-    print(f"continues {report['continuation']} (lease {resumed.get('leases', 0) + 1} of the series, "
-          f"{resumed.get('examples', 0):,} pairs seen)" if resumed else "a new series: from scratch")
+    if report["series"]:
+        print(f"continues {report['continuation']} (lease {resumed.get('leases', 0) + 1} of the series, "
+              f"{resumed.get('examples', 0):,} pairs seen)" if resumed else "a new series: from scratch")
     if report["parked"]:
-        print("the shipped bundle is parked (not tracked, ignored) until `join` or `python -m training.lease unpark`")
+        print(f"parked (not tracked, ignored, so they do not travel) until `join` or `python -m training.lease unpark`: "
+              f"{', '.join(report['parked'])}")
     print(device_calls(Path(args.folder), load_plan(Path(args.plan))))

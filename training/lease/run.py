@@ -148,6 +148,8 @@ def stage_command(run_dir: Path, stage: dict, sets: list[str], carried: list[str
     command = [sys.executable, "-m", "training.lease", "exec"]
     if carried is not None:
         command += ["--guard", ",".join(carried)]
+    if stage.get("module"):  # another step than training (training.lease.distill): its args, {run_dir} filled in
+        return command + [stage["module"], *(str(a).replace("{run_dir}", str(run_dir)) for a in stage.get("args", []))]
     command += ["training.train", "--config", str(REPO_ROOT / stage["config"]),
                 "--output-dir", str(run_dir / stage["name"]), "--set", f"train.max_minutes={stage['minutes']}"]
     if stage.get("init_from"):  # NAME: that stage's best/; NAME/last: its last/ (a stable phase's end)
@@ -168,12 +170,14 @@ def recipe(run_dir: Path) -> int:
             continue
         t0 = time.time()
         set_status(run_dir, stage=stage["name"], stage_started=t0)
-        print(f"[lease] stage {stage['name']}: {stage['config']}, {stage['minutes']} min", flush=True)
+        print(f"[lease] stage {stage['name']}: {stage.get('config') or stage.get('module')}, {stage['minutes']} min",
+              flush=True)
         rc = subprocess.run(stage_command(run_dir, stage, lease["sets"], lease["guard"]), cwd=REPO_ROOT).returncode
         if rc != 0:
             set_status(run_dir, state="failed", error=f"stage {stage['name']} exited with {rc}")
             print(f"[lease] stage {stage['name']} failed (exit {rc})", flush=True)
             return rc
+        (run_dir / stage["name"]).mkdir(parents=True, exist_ok=True)  # a module stage writes elsewhere
         (run_dir / stage["name"] / "DONE").touch()
         done.append(stage["name"])
         set_status(run_dir, done=done)
