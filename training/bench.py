@@ -32,7 +32,7 @@ from training import train as loop
 from training.config import REPO_ROOT, load_config
 from training.data import ready, ready_batches, synthetic_shard
 from training.data_mixture import Batching, Position
-from training.models import ModelKind
+from training.models import ModelKind, param_groups
 from training.synthetic.pairs import WIKI_DIR, shard_files
 
 TINY = REPO_ROOT / "configs" / "t5-tiny-test.yaml"
@@ -70,7 +70,9 @@ def bench_loop(data_root: Path, steps: int) -> dict:
     loop_ms = 1000 / (sum(e["steps_per_s"] for e in entries[1:]) / max(len(entries) - 1, 1))
 
     model = ModelKind("t5").build(cfg["model"], load_tokenizer(REPO_ROOT / cfg["model"]["tokenizer"]))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    tc = cfg["train"]  # the loop's own optimizer settings, so that only the loop differs
+    optimizer = torch.optim.AdamW(param_groups(model, tc["lr"], tc["weight_decay"], tc["position_bias_lr_scale"]),
+                                  lr=tc["lr"], betas=tuple(tc["adam_betas"]))
     times = []
     for ready in made:
         t = time.perf_counter()
