@@ -74,9 +74,9 @@ def bench_loop(data_root: Path, steps: int) -> dict:
     optimizer = torch.optim.AdamW(param_groups(model, tc["lr"], tc["weight_decay"], tc["position_bias_lr_scale"]),
                                   lr=tc["lr"], betas=tuple(tc["adam_betas"]))
     times = []
-    for ready in made:
+    for batch in made:
         t = time.perf_counter()
-        inputs = ready.to(torch.device("cpu"))
+        inputs = batch.to(torch.device("cpu"))
         model(**inputs).loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()

@@ -17,6 +17,8 @@ import time
 import torch
 from transformers import T5ForConditionalGeneration
 
+from editspec.decoding.decoder import Decoder
+
 WIDTHS = (0, 1, 2, 4, 8, 16, 32, 48)  # 48: the cap on the remaining draft
 
 
@@ -63,8 +65,6 @@ class WindowPolicy:
 def measure(model: T5ForConditionalGeneration, slots: int, source_length: int = 24,
             repeats: int = 3) -> dict[int, float]:
     """Seconds of one pass of ``slots`` rows, each feeding 1 + w tokens, for w in WIDTHS."""
-    from editspec.decoding.core import Decoder
-
     cfg = model.config
     source = [min(5 + i, cfg.vocab_size - 1) for i in range(source_length - 1)] + [cfg.eos_token_id]
     dec = Decoder(model, slots, source_length, max(WIDTHS) + 2)

@@ -44,10 +44,9 @@ def test_language_tool_python_check_and_correct(server, corrector, no_download):
         tool.close()
 
 
-def test_sigterm_finishes_the_request_in_flight(serve_models, corrector):
-    # a long batching wait keeps the request queued while SIGTERM arrives
-    proc, url = start_server(serve_models / "identity", "--batch-wait-ms", "3000")
-    answer = {}
+def ask_in_the_background(url: str) -> tuple[threading.Thread, dict]:
+    """A request that is queued (the server's long batching wait) when the test goes on, 1 s later."""
+    answer: dict = {}
 
     def ask():
         answer["r"] = httpx.post(url + "/v1/correct", json={"texts": ["i go to scool."]}, timeout=60)
@@ -55,6 +54,13 @@ def test_sigterm_finishes_the_request_in_flight(serve_models, corrector):
     t = threading.Thread(target=ask)
     t.start()
     time.sleep(1.0)
+    return t, answer
+
+
+def test_sigterm_finishes_the_request_in_flight(serve_models, corrector):
+    # a long batching wait keeps the request queued while SIGTERM arrives
+    proc, url = start_server(serve_models / "identity", "--batch-wait-ms", "3000")
+    t, answer = ask_in_the_background(url)
     # uvicorn shuts down gracefully, then raises the signal again: the exit is by SIGTERM
     assert stop_server(proc) in (0, -signal.SIGTERM)
     t.join()
@@ -66,14 +72,7 @@ def test_sigterm_answers_503_to_what_cannot_finish(serve_models):
     # the batching wait (10 s) outlasts the grace period (2 s): before, uvicorn cancelled the
     # request when the period ended, which answered 500
     proc, url = start_server(serve_models / "identity", "--batch-wait-ms", "10000", "--graceful-timeout", "2")
-    answer = {}
-
-    def ask():
-        answer["r"] = httpx.post(url + "/v1/correct", json={"texts": ["i go to scool."]}, timeout=60)
-
-    t = threading.Thread(target=ask)
-    t.start()
-    time.sleep(1.0)
+    t, answer = ask_in_the_background(url)
     start = time.monotonic()
     assert stop_server(proc) in (0, -signal.SIGTERM)
     took = time.monotonic() - start

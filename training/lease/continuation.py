@@ -17,7 +17,6 @@ lease warms it up again.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import lzma
 import shutil
@@ -26,6 +25,7 @@ from pathlib import Path
 
 from editspec.errors import EditspecError
 from training.lease.plan import REPO_ROOT
+from training.lease.shards import sha256
 
 PACK = REPO_ROOT / "training" / "continuation" / "t5.tar.xz"
 MAX_BYTES = 30_000_000  # the bound: one lease's continuation in git
@@ -35,14 +35,6 @@ OPTIONAL = ("generation_config.json", "training.json")
 
 def meta_path(pack: Path) -> Path:
     return pack.with_name(pack.name.split(".")[0] + ".json")
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(2**20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def verify(pack: Path = PACK) -> dict:

@@ -1,0 +1,128 @@
+"""The decoder of the decoding core: a T5's encoder once per sentence, then its decoder over a
+static cache, a slot per sentence, each writing its keys and values at its own positions::
+
+    slot 0   cache [<s> He went]           feed  to school .       (pending "to", draft "school .")
+    slot 1   cache [<s> I]                 feed  like              (no draft)
+    slot 2   cache [<s> She likes dogs .]  feed  </s>?             ...
+
+    packed   to school . like ...          the linears and LM head see real tokens only (ragged)
+    padded   [3 slots, width 3]            attention runs padded, over each slot's cache, with
+                                           the relative position bias from the slot's OWN query
+                                           and key positions (T5's bias depends on j - i)
+
+The layers are T5's own modules (layer norms, q/k/v/o, feed-forward, LM head: the checkpoint's
+key names), called on packed tokens; only the attention is written here, as T5's eager attention
+(scores + bias + mask, softmax, no 1/sqrt(d) scaling), over the whole cache of the call: a row's
+numbers never depend on the rows beside it or on the width of the pass, so speculative output is
+greedy output bit for bit in any dtype (bf16 included). ``editspec.decoding.core`` runs the loop
+over it; ``editspec.decoding.window`` measures its passes' cost.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch.profiler import record_function
+from transformers import T5ForConditionalGeneration
+from transformers.models.t5.modeling_t5 import T5Attention
+
+from editspec.data.features import pad
+from editspec.modeling import t5
+
+
+class Decoder:
+    """T5's decoder over ``slots`` rows, each with its own static cache and its own length."""
+
+    def __init__(self, model: T5ForConditionalGeneration, slots: int, max_source: int, max_target: int):
+        cfg, p = model.config, next(model.parameters())
+        self.model, self.blocks, self.slots = model, model.decoder.block, slots
+        self.heads, self.d_kv = cfg.num_heads, cfg.d_kv
+        self.start = cfg.decoder_start_token_id
+        self.scale = cfg.d_model ** -0.5 if getattr(cfg, "scale_decoder_outputs", cfg.tie_word_embeddings) else 1.0
+        self.rel: T5Attention = self.blocks[0].layer[0].SelfAttention  # owns the relative bias table
+        kv = lambda n: [torch.zeros(slots, self.heads, n, self.d_kv, dtype=p.dtype, device=p.device)
+                        for _ in self.blocks]
+        self.k, self.v = kv(max_target), kv(max_target)  # self-attention: [slots, H, target, d_kv]
+        self.xk, self.xv = kv(max_source), kv(max_source)  # cross-attention: [slots, H, source, d_kv]
+        self.xmask = torch.zeros(slots, max_source, dtype=torch.bool, device=p.device)
+        self.length = [0] * slots  # tokens in each slot's cache
+        self.min = torch.finfo(p.dtype).min
+
+    def encode(self, sources: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(ids [b, S], mask [b, S], encoder states [b, S, d_model]) of ``sources`` (ids with
+        EOS), right-padded."""
+        dev = self.xmask.device
+        ids, mask = pad(sources, 0).to(dev), pad([[1] * len(s) for s in sources], 0).to(dev)
+        return ids, mask, t5.encode(self.model, ids, mask)
+
+    def admit(self, slots: list[int], mask: torch.Tensor, hidden: torch.Tensor) -> None:
+        """Give encoded sentences (``encode``'s mask and states) ``slots``: empty caches, their
+        cross-attention keys/values."""
+        dev, width = self.xmask.device, hidden.shape[1]
+        at = torch.tensor(slots, device=dev)
+        for l, block in enumerate(self.blocks):
+            cross = block.layer[1].EncDecAttention
+            self.xk[l][at, :, :width] = cross.k(hidden).view(len(slots), width, self.heads, self.d_kv).transpose(1, 2)
+            self.xv[l][at, :, :width] = cross.v(hidden).view(len(slots), width, self.heads, self.d_kv).transpose(1, 2)
+        self.xmask[at] = False
+        self.xmask[at, :width] = mask.bool()
+        for s in slots:
+            self.length[s] = 0
+
+    def forward(self, rows: list[int], feeds: list[list[int]]) -> torch.Tensor:
+        """Logits [tokens, vocab] of the packed ``feeds`` (row i's tokens go to slot rows[i] at
+        positions length, length + 1, ...); each token's logits predict the token after it."""
+        with record_function("editspec.decoding.pass"):
+            return self._forward(rows, feeds)
+
+    def _forward(self, rows: list[int], feeds: list[list[int]]) -> torch.Tensor:
+        dev, B, W = self.xmask.device, len(rows), max(map(len, feeds))
+        # every pass attends over the whole cache (masked beyond each row's own keys): a softmax's
+        # sum runs in an order that depends on its length, so a row's logits would otherwise
+        # depend on the rows beside it (in bf16, often enough to flip a token)
+        L, S = self.k[0].shape[2], self.xmask.shape[1]
+        ids = torch.tensor([t for f in feeds for t in f], device=dev)  # [T]
+        b_of = torch.tensor([b for b, f in enumerate(feeds) for _ in f], device=dev)  # [T]
+        j_of = torch.tensor([j for f in feeds for j in range(len(f))], device=dev)  # [T]
+        start = torch.tensor([self.length[r] for r in rows], device=dev)  # [B]
+        slot_of = torch.tensor(rows, device=dev)[b_of]  # [T]
+        pos = start[b_of] + j_of  # [T] each token's own position in its slot
+        flat = b_of * W + j_of  # [T] where each token sits in the padded [B * W]
+        whole = rows == list(range(self.slots))  # every slot, in order: views, no gather
+
+        # self-attention bias [B, H, W, L]: relative position from each row's own positions
+        qpos = start[:, None] + torch.arange(W, device=dev)  # [B, W]
+        rel = torch.arange(L, device=dev) - qpos[:, :, None]  # [B, W, L] key - query
+        buckets = T5Attention._relative_position_bucket(
+            rel, bidirectional=False, num_buckets=self.rel.relative_attention_num_buckets,
+            max_distance=self.rel.relative_attention_max_distance)
+        bias = self.rel.relative_attention_bias(buckets).permute(0, 3, 1, 2)  # [B, H, W, L]
+        bias = bias.masked_fill((rel > 0)[:, None], self.min)  # causal: keys up to the query's own
+        xmask = self.xmask[:, :S] if whole else self.xmask[rows, :S]  # [B, S]
+        xbias = torch.zeros(B, 1, 1, S, dtype=bias.dtype, device=dev).masked_fill(~xmask[:, None, None], self.min)
+
+        def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+            # q [T, H*d_kv] packed -> [B, H, W, d_kv] padded; k, v [B, H, keys, d_kv]
+            qp = q.new_zeros(B * W, q.shape[-1]).index_copy_(0, flat, q)
+            qp = qp.view(B, W, self.heads, self.d_kv).transpose(1, 2)
+            out = F.scaled_dot_product_attention(qp, k, v, attn_mask=b, scale=1.0)  # [B, H, W, d_kv]
+            return out.transpose(1, 2).reshape(B * W, -1)[flat]  # [T, H*d_kv]
+
+        x = self.model.decoder.embed_tokens(ids)  # [T, d_model]
+        for l, block in enumerate(self.blocks):
+            sa, ca, ff = block.layer
+            h = sa.layer_norm(x)
+            att = sa.SelfAttention
+            self.k[l][slot_of, :, pos] = att.k(h).view(-1, self.heads, self.d_kv)  # each at its own position
+            self.v[l][slot_of, :, pos] = att.v(h).view(-1, self.heads, self.d_kv)
+            k = self.k[l][:, :, :L] if whole else self.k[l][rows, :, :L]  # [B, H, L, d_kv]
+            v = self.v[l][:, :, :L] if whole else self.v[l][rows, :, :L]
+            x = x + att.o(attend(att.q(h), k, v, bias))
+            h = ca.layer_norm(x)
+            att = ca.EncDecAttention
+            xk = self.xk[l][:, :, :S] if whole else self.xk[l][rows, :, :S]  # [B, H, S, d_kv]
+            xv = self.xv[l][:, :, :S] if whole else self.xv[l][rows, :, :S]
+            x = x + att.o(attend(att.q(h), xk, xv, xbias))
+            x = ff(x)  # x + feed-forward(norm(x)), on real tokens only
+        x = self.model.decoder.final_layer_norm(x) * self.scale
+        return self.model.lm_head(x)  # [T, vocab]
