@@ -14,6 +14,8 @@ cannot finish in time (serve/app.py ``Shutdown``), then the app's lifespan stops
 from __future__ import annotations
 
 import argparse
+import os
+import socket
 import sys
 
 from editspec.cli.model_options import add_correction_options, add_model_options
@@ -52,6 +54,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="seconds a connection has to send a request's headers (else closed)")
     p.add_argument("--body-timeout", type=float, default=10.0,
                    help="seconds a request has to send its body (else 408)")
+    p.add_argument("--reuse-port", action="store_true",
+                   help="bind with SO_REUSEPORT, so that several editspec serve processes share one port (Linux "
+                        "spreads the connections between them): e.g. two processes with --threads 1 on 2 cores")
     p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
     add_model_options(p)
     add_correction_options(p)
@@ -88,7 +93,7 @@ def run_serve(args) -> int:
         load_speller()
     error_types.annotator()
     corrector.correct_detailed(["Warm up."])  # first-call costs (kernels, caches) before the port opens
-    info = {"mode": corrector.mode, "device": str(corrector.device), "max_chars": args.max_chars,
+    info = {"mode": corrector.mode, "device": str(corrector.device), "pid": os.getpid(), "max_chars": args.max_chars,
             "max_sentence_chars": args.max_sentence_chars, "header_timeout": args.header_timeout,
             "body_timeout": args.body_timeout}
     hosts = None if args.allow_host is None else ["localhost", "127.0.0.1", "[::1]", *args.allow_host]
@@ -103,6 +108,20 @@ def run_serve(args) -> int:
                             h11_max_incomplete_event_size=16 * 1024,  # headers; bodies are bounded by the app
                             timeout_graceful_shutdown=args.graceful_timeout)
     print(f"editspec: serving {corrector.mode} on http://{args.host}:{args.port}/", file=sys.stderr, flush=True)
-    Server(config, on_exit=lambda: app.state.shutdown.begin(args.graceful_timeout)).run()
+    sockets = [reuse_port_socket(args.host, args.port, args.backlog)] if args.reuse_port else None
+    Server(config, on_exit=lambda: app.state.shutdown.begin(args.graceful_timeout)).run(sockets=sockets)
     return 0
 
+
+def reuse_port_socket(host: str, port: int, backlog: int) -> socket.socket:
+    """A listening socket with SO_REUSEPORT: each process of a group binds its own, and the kernel
+    hands each new connection to one of them (uvicorn's --workers would need an import string and
+    load the models in processes it forks; this keeps one plain process per model copy)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((host, port))
+    sock.listen(backlog)
+    sock.set_inheritable(True)
+    return sock

@@ -38,9 +38,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(model: Path, *extra: str, timeout: float = 240):
+def start_server(model: Path, *extra: str, timeout: float = 240, port: int | None = None):
     """``editspec serve`` in a child process; returns (process, base URL) once /health answers."""
-    port = free_port()
+    port = port or free_port()
     cmd = [sys.executable, "-c", "import sys; from editspec.cli import main; sys.exit(main())", "serve",
            "--model", str(model), "--spelling", "--device", "cpu", "--threads", "1", "--port", str(port),
            "--log-level", "warning", *extra]

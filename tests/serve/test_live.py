@@ -17,7 +17,7 @@ import language_tool_python.server
 import pytest
 import websocket
 
-from tests.serve.conftest import start_server, stop_server
+from tests.serve.conftest import free_port, start_server, stop_server
 
 
 @pytest.fixture
@@ -155,3 +155,26 @@ def test_page_in_headless_chromium(server, corrector):
                                     "document.getElementById('input').value") == corrector.correct([text])[0]
         finally:
             browser.close()
+
+
+def test_two_processes_share_one_port_with_reuse_port(serve_models, corrector):
+    """``--reuse-port``: several servers on one port (the kernel spreads new connections between
+    them); each answers as one server does, and either can stop while the other serves on."""
+    port = free_port()
+    first, url = start_server(serve_models / "identity", "--reuse-port", port=port)
+    second, _ = start_server(serve_models / "identity", "--reuse-port", port=port)
+    try:  # /health names the process that answered: new connections reach both
+        seen, deadline = set(), time.monotonic() + 120
+        while seen != {first.pid, second.pid} and time.monotonic() < deadline:
+            seen.add(httpx.get(url + "/health", timeout=5).json()["pid"])
+        assert seen == {first.pid, second.pid}
+        want = corrector.correct(["i go to scool."])[0]
+        answers = [httpx.post(url + "/v1/correct", json={"texts": ["i go to scool."]}, timeout=60) for _ in range(12)]
+        assert all(r.status_code == 200 and r.json()["corrections"][0]["output"] == want for r in answers)
+        assert stop_server(first) in (0, -signal.SIGTERM)
+        r = httpx.post(url + "/v1/correct", json={"texts": ["i go to scool."]}, timeout=60)
+        assert r.status_code == 200 and r.json()["corrections"][0]["output"] == want
+    finally:
+        stop_server(first)
+        stop_server(second)
+
