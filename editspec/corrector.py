@@ -55,7 +55,7 @@ from typing import Callable, Iterator, Sequence
 import torch
 
 from editspec.decoding import core, drafters, rescoring
-from editspec.config import CorrectorConfig
+from editspec.config import NEEDS, USES, CorrectorConfig
 from editspec.data.features import model_inputs
 from editspec.errors import EditspecError
 from editspec.modeling import loading, quantization
@@ -70,8 +70,6 @@ from editspec.timing import OFF
 from editspec.tokenization.edits import realize_aligned
 from editspec.tokenization.tokens import encode, marker_ids, render, render_ids, unreadable
 
-NEEDS = {"edit5": ("edit5",), "t5": ("t5",), "speculative": ("t5",)}  # the models a mode cannot run without
-USES = {**NEEDS, "speculative": ("t5", "edit5")}  # ... and those it uses when present (EdiT5: a draft)
 DEFAULT_MAX_LENGTH = 128  # model input tokens with EOS, when the checkpoint does not say
 EDIT5_TYPES = {"edit5"}
 T5_TYPES = {"t5"}

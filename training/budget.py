@@ -1,11 +1,15 @@
 """A wall-clock budget for a run: a GPU lease or a session has minutes, not steps.
 
-The clock is read on the host (no device sync); several processes agree on the slowest clock,
-gathered only at log steps.
+The clock counts training time only: it starts at the first batch (the data's start-up is not in
+it) and stops while the run evaluates or saves (``paused``), so the measured rate is the steps'
+own and a plan's minutes are training minutes, loading and evaluation on top. The clock is read on
+the host (no device sync); several processes agree on the slowest clock, gathered only at log
+steps. A resumed run continues the clock and the fitted schedule (``state``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 
@@ -20,36 +24,69 @@ def fit_schedule(scheduler, step: int, seconds: float, rate_steps: int, rate_sec
     """
     total = min(max_steps, step + int(rate_steps / max(rate_seconds, 1e-9) * (budget_seconds - seconds)))
     total = max(total, step + 1)
-    fitted = make(total)
-    scheduler.lr_lambdas = fitted.lr_lambdas  # same optimizer; this scheduler keeps its place
+    refit(scheduler, make(total))
+    return total
+
+
+def refit(scheduler, fitted) -> None:
+    """``scheduler`` follows ``fitted``'s lr curve from where it is (same optimizer, same place)."""
+    scheduler.lr_lambdas = fitted.lr_lambdas
     for group, base, fn in zip(scheduler.optimizer.param_groups, scheduler.base_lrs, scheduler.lr_lambdas):
         group["lr"] = base * fn(scheduler.last_epoch)
-    return total
 
 
 
 class Budget:
     """Refits the schedule to ``minutes`` once the rate is known, and says when time is up."""
 
+    MIN_STEPS = 20  # a rate measured over fewer steps is noise
+
     def __init__(self, minutes: float | None, max_steps: int):
         self.seconds = 60 * minutes if minutes else None
-        self.max_steps, self.started, self.mark, self.fitted = max_steps, time.perf_counter(), None, False
+        self.max_steps, self.started, self.mark, self.total = max_steps, None, None, None
+        self.offset = 0.0  # seconds of an earlier run of the same stage (resumed)
+
+    def begin(self) -> None:
+        """At the first batch: the clock starts."""
+        if self.started is None:
+            self.started = time.perf_counter() - self.offset
+
+    @contextlib.contextmanager
+    def paused(self):
+        """Evaluation and saving: not training time."""
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            if self.started is not None:
+                self.started += time.perf_counter() - t0
 
     def elapsed(self) -> float:
-        return time.perf_counter() - self.started
+        return 0.0 if self.started is None else time.perf_counter() - self.started
+
+    def state(self) -> dict:
+        return {"elapsed": self.elapsed(), "total": self.total}
+
+    def resume(self, state: dict, scheduler, make) -> int | None:
+        """Continue a saved run's clock and fitted schedule; its fitted last step, if any."""
+        self.offset = float(state.get("elapsed") or 0.0)
+        self.total = state.get("total")
+        if self.total:
+            refit(scheduler, make(self.total))
+        return self.total
 
     def check(self, step: int, elapsed: float, scheduler, make, log) -> int | None:
         """A new last step, or None. Call with the elapsed seconds all processes agree on."""
-        if self.seconds is None:
+        if self.seconds is None or self.started is None:
             return None
         if self.mark is None and elapsed > 0.05 * self.seconds:  # rate measured from here (warm caches, full pool)
             self.mark = (step, elapsed)
-        elif self.mark is not None and not self.fitted and elapsed > 0.25 * self.seconds:
-            total = fit_schedule(scheduler, step, elapsed, step - self.mark[0], elapsed - self.mark[1],
-                                 self.seconds, self.max_steps, make)
-            self.fitted = True
-            log(f"time budget {self.seconds / 60:g} min: schedule refitted to {total} steps")
-            return total
+        elif (self.mark is not None and self.total is None and elapsed > 0.25 * self.seconds
+              and step - self.mark[0] >= self.MIN_STEPS and elapsed - self.mark[1] >= 0.1 * self.seconds):
+            self.total = fit_schedule(scheduler, step, elapsed, step - self.mark[0], elapsed - self.mark[1],
+                                      self.seconds, self.max_steps, make)
+            log(f"time budget {self.seconds / 60:g} min: schedule refitted to {self.total} steps")
+            return self.total
         elif elapsed > self.seconds:
             log(f"time budget {self.seconds / 60:g} min spent at step {step}")  # slower than measured: stop on time
             return step

@@ -18,15 +18,17 @@ class TrainState:
 
     def __init__(self):
         self.step, self.position, self.best, self.best_step, self.examples = 0, Position(), None, None, 0
+        self.budget: dict = {}  # the time budget's clock and fitted schedule (training.budget)
 
     def state_dict(self) -> dict:
         return {"step": self.step, "position": self.position.state_dict(), "best": self.best,
-                "best_step": self.best_step, "examples": self.examples}
+                "best_step": self.best_step, "examples": self.examples, "budget": self.budget}
 
     def load_state_dict(self, state: dict) -> None:
         self.step, self.position = int(state["step"]), Position.from_state(state["position"])
         self.best, self.best_step = state["best"], state["best_step"]
         self.examples = int(state.get("examples", 0))
+        self.budget = dict(state.get("budget") or {})
 
 
 def checkpoints(out: Path) -> list[Path]:

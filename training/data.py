@@ -16,13 +16,16 @@ pace when the main process pooled, sorted and padded itself (reports/models.md).
 
 from __future__ import annotations
 
-import difflib
 import functools
 import itertools
+import contextlib
 import multiprocessing as mp
+import os
+import queue
 import signal
 import sys
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -34,6 +37,7 @@ import torch
 from editspec.data import corpora
 from editspec.data.corpora import evenly_spaced
 from editspec.text.spelling import respell_all
+from editspec.tokenization.edits import align
 from editspec.tokenization.tokens import encode, load_tokenizer
 from training.data_mixture import Batching, MapSource, Mixture, Position, ShardedStream
 from training.config import resolve
@@ -199,15 +203,16 @@ class Ready:
     ids: list[str] = field(default_factory=list)  # the examples' "_id"s (recipe checks, train.log_batches)
 
     def to(self, device: torch.device) -> dict[str, torch.Tensor]:
-        return {k: torch.from_numpy(v).to(device, non_blocking=True) for k, v in self.arrays.items()}
+        """On the device; to a GPU from pinned memory, so that the copy does not wait for it."""
+        pin = device.type == "cuda"
+        return {k: (torch.from_numpy(v).pin_memory() if pin else torch.from_numpy(v)).to(device, non_blocking=True)
+                for k, v in self.arrays.items()}
 
 
 def edit_mask(source: list[int], labels: list[int]) -> list[bool]:
-    """Which label tokens are part of an edit: not in a longest matching alignment with the source."""
-    mask = [True] * len(labels)
-    for block in difflib.SequenceMatcher(None, source, labels, autojunk=False).get_matching_blocks():
-        mask[block.b:block.b + block.size] = [False] * block.size
-    return mask
+    """Which label tokens are part of an edit: not kept from the source (``tokenization.edits.align``:
+    an exact longest common subsequence by rapidfuzz, in C, then moves of equal leftover tokens)."""
+    return [kept is None for kept in align(source, labels)]
 
 
 def ready(examples: list[dict], position: Position, kind: ModelKind, pad_id: int, edits: bool) -> Ready:
@@ -241,16 +246,27 @@ def tokenizer_path(cfg: dict) -> Path:
     return resolve(cfg["model"]["tokenizer"])
 
 
-def _loader_main(cfg: dict, data_root: str, position: dict, queue) -> None:
-    """The loader process: ready batches into ``queue`` until it is full and stays so, or SIGTERM."""
+def _loader_main(cfg: dict, data_root: str, position: dict, out) -> None:
+    """The loader process: ready batches into ``out`` until SIGTERM, or until the loop's process is gone."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # unwinds: the synthetic workers are stopped
+    out.cancel_join_thread()  # exit at once with batches still in the pipe: nobody will read them
+    parent = os.getppid()
     torch.set_num_threads(1)
     try:
         for batch in ready_batches(cfg, Path(data_root), Position.from_state(position),
                                    log=lambda m: print(f"[loader] {m}", file=sys.stderr, flush=True)):
-            queue.put(batch)
-    except BaseException as e:  # the loop reports it
-        queue.put(e)
+            while True:
+                try:
+                    out.put(batch, timeout=5)
+                    break
+                except queue.Full:
+                    if os.getppid() != parent:  # the loop's process died: stop making batches
+                        return
+    except SystemExit:
+        raise
+    except BaseException:  # the loop reports it (as text: an exception need not pickle)
+        with contextlib.suppress(Exception):
+            out.put(RuntimeError(traceback.format_exc()), timeout=5)
         raise
 
 
@@ -265,7 +281,12 @@ class LoaderProcess:
 
     def __iter__(self) -> Iterator[Ready]:
         while True:
-            got = self.queue.get()
+            try:
+                got = self.queue.get(timeout=5)
+            except queue.Empty:
+                if not self.proc.is_alive():  # killed, or failed before it could say so
+                    raise RuntimeError(f"the training data loader exited ({self.proc.exitcode})") from None
+                continue
             if isinstance(got, BaseException):
                 raise RuntimeError("the training data loader failed") from got
             yield got
@@ -276,6 +297,7 @@ class LoaderProcess:
             self.proc.join(10)
         if self.proc.is_alive():
             self.proc.kill()
+            self.proc.join(5)
 
 
 class Batches:

@@ -93,14 +93,18 @@ def weighted_loss(logits: torch.Tensor, labels: torch.Tensor, edit_mask: torch.T
 
 
 def flops_per_token(model: torch.nn.Module) -> tuple[float, float]:
-    """Training FLOPs per source and per target token (6 x the parameters each passes through;
-    attention's own products left out): for the achieved TFLOP/s a lease reports."""
+    """Training FLOPs per source and per target token: 6 x the trained parameters each token passes
+    through, 2 x the frozen ones (no backward; a frozen encoder under EdiT5 heads); attention's own
+    products left out. For the achieved TFLOP/s a lease reports."""
     cfg = model.config
-    enc = sum(p.numel() for n, p in model.named_parameters() if n.startswith("encoder."))
-    dec = sum(p.numel() for n, p in model.named_parameters() if n.startswith(("decoder.", "lm_head.", "insertion")))
-    if getattr(cfg, "tie_word_embeddings", False) or not any(n.startswith("lm_head.") for n, _ in model.named_parameters()):
-        dec += cfg.d_model * cfg.vocab_size  # the output projection (tied to the embedding)
-    return 6.0 * enc, 6.0 * dec
+    per = lambda p: (6.0 if p.requires_grad else 2.0) * p.numel()  # noqa: E731
+    named = list(model.named_parameters())
+    lookup = lambda n: n.startswith("shared.") or n.endswith("embed_tokens.weight")  # noqa: E731  (no arithmetic)
+    enc = sum(per(p) for n, p in named if n.startswith("encoder.") and not lookup(n))
+    dec = sum(per(p) for n, p in named if not n.startswith("encoder.") and not lookup(n))
+    if getattr(cfg, "tie_word_embeddings", False) and not any(n.startswith("lm_head.") for n, _ in named):
+        dec += 6.0 * cfg.d_model * cfg.vocab_size  # the output projection, tied to the embedding
+    return enc, dec
 
 
 def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | None = None,
@@ -170,9 +174,13 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
     accelerator.register_for_checkpointing(scheduler, state)
 
     found = checkpoints(out) if resume else []
+    max_steps = tc["max_steps"]
+    budget = Budget(tc["max_minutes"], max_steps)
     if found:
         accelerator.load_state(str(found[-1]))
         log(f"resumed from {found[-1]} (step {state.step})")
+        fitted = budget.resume(state.budget, scheduler, make_scheduler)  # the clock and the refitted schedule
+        max_steps = min(max_steps, fitted or max_steps)
     ema = ema_of(accelerator.unwrap_model(model), tc["ema_decay"])
     if ema is not None and found and (found[-1] / "ema.pt").is_file():
         ema.load_state_dict(torch.load(found[-1] / "ema.pt", map_location=accelerator.device))
@@ -228,9 +236,7 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
 
     batches = Batches(cfg, data_root, state.position, log)
     per_step = world * tc["grad_accum"]
-    max_steps = tc["max_steps"]
     end = min(max_steps, stop_after) if stop_after is not None else max_steps
-    budget = Budget(tc["max_minutes"], max_steps)
     bar = tqdm(total=end, initial=state.step, disable=not main_proc, desc="train", dynamic_ncols=True)
     model.train()
     last: dict = {}
@@ -246,6 +252,7 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
             got = []
             for _ in range(per_step):
                 batch, waited = batches.next()
+                budget.begin()  # the clock starts at the first batch: the data's start-up is not training
                 got.append(batch)
                 window["wait"] += waited
             mine = got[rank::world]
@@ -254,9 +261,14 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
                 edit_mask = inputs.pop("edit_mask", None)
                 sync = i == len(mine) - 1
                 with (contextlib.nullcontext() if sync else accelerator.no_sync(model)):
-                    output = model(**inputs)
-                    loss = output.loss if edit_mask is None else \
-                        weighted_loss(output.logits, inputs["labels"], edit_mask, edit_weight)
+                    if edit_mask is None:
+                        output = model(**inputs)
+                        loss = output.loss
+                    else:  # the model's own (unweighted) loss is not computed: no labels passed
+                        labels = inputs.pop("labels")
+                        decoder_input_ids = accelerator.unwrap_model(model)._shift_right(labels)
+                        output = model(**inputs, decoder_input_ids=decoder_input_ids)
+                        loss = weighted_loss(output.logits, labels, edit_mask, edit_weight)
                     accelerator.backward(loss / len(mine))
                 window["loss"] += loss.detach() / len(mine)  # stays on the device: no sync
                 for k, v in component_losses(output).items():
@@ -287,6 +299,7 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
                 if new_end is not None:  # never past the recipe's max_steps (a refit at its last step asks +1)
                     max_steps = min(max_steps, new_end)
                     end = min(end, max_steps)
+                    at_log = at_log or state.step == end  # a stop on time logs its last window
             if tc["log_batches"]:
                 record({"step": state.step, "batches": batch_hash([b.ids for b in got]), "n_batches": len(got),
                         "loss_local": float(loss.detach())})
@@ -312,23 +325,29 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
             do_f05 = bool(tc["eval_f05_every"]) and (state.step % tc["eval_f05_every"] == 0 or state.step == max_steps)
             do_approx = bool(approx_every) and (state.step % approx_every == 0 or state.step == max_steps)
             do_loss = bool(tc["eval_every"]) and (state.step % tc["eval_every"] == 0 or state.step == max_steps)
-            if dev is not None and (do_loss or do_f05 or do_approx):
-                t_eval = time.perf_counter()
-                result = evaluate(do_f05, do_approx)
-                if main_proc:
-                    maybe_select(result)
-                    record(result)
-                    log(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in result.items()))
-                window["started"] += time.perf_counter() - t_eval  # evaluation is not step time
-            if state.step % tc["save_every"] == 0 or state.step in (max_steps, stop_after):
-                save_checkpoint()
+            t_pause = time.perf_counter()
+            with budget.paused():  # evaluating and saving are not training time, nor step time
+                if dev is not None and (do_loss or do_f05 or do_approx):
+                    result = evaluate(do_f05, do_approx)
+                    if main_proc:
+                        maybe_select(result)
+                        record(result)
+                        log(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in result.items()))
+                if state.step % tc["save_every"] == 0 or state.step in (max_steps, stop_after):
+                    state.budget = budget.state()
+                    save_checkpoint()
+            window["started"] += time.perf_counter() - t_pause
     finally:
         batches.close()
     bar.close()
     if state.step >= end:
         save_model(out / "last")  # also at --stop-after: a model directory of the newest weights
-        if ema is not None:
+        if ema is not None:  # the weights' average, scored like the checkpoints (a lever to measure)
             save_model(out / "ema", ema.module)
+            if dev is not None and approx_every and main_proc:
+                ema.module.eval()
+                scored = dev_approx_f05(ema.module, kind, tok, dev, accelerator.autocast, cfg["data"]["max_length"])
+                record({"step": state.step, **{f"ema_{k}": v for k, v in scored.items()}})
     if state.step >= max_steps:
         if dev is None or not (out / "best").exists():
             save_model(out / "best")  # nothing to select on: the final model is the best we know

@@ -7,7 +7,8 @@ transformers peers::
     t5                   T5 greedy on our decoding core (``editspec.decoding.core``): the reference
     edit5                EdiT5 alone: tags, pointers, insertions
     speculative          T5 verifies the cheaper draft of the two below, measured on the
-                         sentences (the corrector's speculative mode, ``drafters.Cheapest``)
+                         sentences (the corrector's speculative mode, ``drafters.Cheapest``);
+                         with a T5 alone, the source's draft, as Corrector does
     speculative-edit5    ... EdiT5's draft, mixed with the output's own n-grams
     speculative-copy     ... the source (with resync), mixed with the output's n-grams
     speculative-perfect  ... T5's own greedy output as the draft: the limit of a perfect drafter
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from editspec.config import MODES as CORRECTOR_MODES
+from editspec.config import MODES as CORRECTOR_MODES, NEEDS as CORRECTOR_NEEDS
 from editspec.errors import EditspecError
 
 REFERENCE = "t5"
@@ -36,7 +37,7 @@ CT2 = ("ct2-greedy", "ct2-int8")  # CTranslate2's translate_batch
 CT2_REFERENCE = "ct2-greedy"  # the peer the speculative mode's speedup is also given against
 MODES = (REFERENCE, *(m for m in CORRECTOR_MODES if m != REFERENCE),
          *(m for m in SPECULATIVE if m not in CORRECTOR_MODES), *PEERS, *CT2)
-NEEDS = {"t5": ("t5",), "edit5": ("edit5",), "speculative": ("t5", "edit5"), "speculative-edit5": ("t5", "edit5"),
+NEEDS = {**CORRECTOR_NEEDS, "speculative-edit5": ("t5", "edit5"),  # the corrector's modes need what Corrector's do
          "speculative-copy": ("t5",), "speculative-perfect": ("t5",), "hf-greedy": ("t5",),
          "hf-assisted": ("t5", "t5-draft"), "hf-prompt-lookup": ("t5",), "ct2-greedy": ("t5",),
          "ct2-int8": ("t5",)}

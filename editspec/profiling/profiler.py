@@ -105,7 +105,7 @@ class Profiler:
                 " (bundle's t5-draft/ or --t5-draft)" if "t5-draft" in missing else "")
         if mode in CT2 and self.ct2 is None:
             return self.ct2_unavailable or "no CTranslate2 conversion of the T5"
-        if mode in ("speculative", "speculative-edit5") and not self.shared_vocab:
+        if mode in ("speculative", "speculative-edit5") and self.edit5 is not None and not self.shared_vocab:
             return "EdiT5 and T5 use different tokenizers (the profiler's EdiT5 drafter reads T5's ids)"
         return None
 
@@ -186,6 +186,8 @@ class Profiler:
         return [realize(e.ids, ed, self.markers, eos) for e, ed in zip(batch.edit5_encoded, edits)], end_of_decoder
 
     def _drafter(self, mode: str, batch: Batch, reference) -> drafters.Drafter:
+        if mode == "speculative" and self.edit5 is None:  # as Corrector: a T5 alone drafts with the source
+            return drafters.copy_draft()
         if mode == "speculative":  # as Corrector: the cheaper of the two below, measured
             return drafters.speculative(self.edit5, self.markers, self.draft_costs, self.t5, len(batch.index))
         if mode == "speculative-edit5":  # EdiT5's draft, or the output's own n-grams

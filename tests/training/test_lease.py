@@ -120,7 +120,7 @@ def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsy
     assert lease(["checks", "--run-dir", str(run_dir), "--out", str(tmp_path / "OUT2"), "--limit", "3",
                   "--device", "cpu"]) == 0
     checked = capsys.readouterr().out
-    assert "batch 32 speculative-copy: mean" in checked and "identical to t5: 100% of" in checked, checked[-2000:]
+    assert "batch 32 speculative: mean" in checked and "identical to t5: 100% of" in checked, checked[-2000:]
     assert (tmp_path / "OUT2" / "lease-checks.tar.xz").is_file()
 
     assert lease(["join", str(out), str(bundle), "--continuation", str(pack), "--log", str(lease_log)]) == 0
@@ -175,6 +175,11 @@ def test_gpu_lease_park_keeps_the_bundle_on_disk_and_out_of_what_travels(tmp_pat
     assert refused.returncode != 0 and "parked" in refused.stderr
     assert park.unpark(tmp_path) and travels() == {"code.py", "editspec/models/default/t5/model.safetensors"}
     assert git("status", "--porcelain").stdout == ""
+    hook = tmp_path / ".git" / "hooks" / "pre-commit"  # someone else's hook: refused, nothing parked
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    with pytest.raises(EditspecError, match="pre-commit"):
+        park.park(tmp_path)
+    assert not park.parked(tmp_path) and "editspec/models/default/t5/model.safetensors" in travels()
 
 
 @pytest.mark.parametrize("path", [PLAN, "configs/lease-gpu-heads.yaml"])

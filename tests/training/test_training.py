@@ -490,3 +490,39 @@ def test_reverse_turns_the_pairs_around_for_an_error_model(tmp_path):
     assert reversed_["source"] == ["I receive your letter."] and reversed_["target"] == ["I recieve your leter."]
     with pytest.raises(SystemExit, match="respell and reverse"):
         data.read_pairs({**spec, "reverse": True, "respell": True}, tmp_path)
+
+
+def test_budget_counts_training_time_only_and_a_resumed_run_keeps_its_fit(monkeypatch):
+    """The clock starts at the first batch and stops while evaluating; the fit needs a real rate;
+    a resumed run continues the clock and the fitted schedule."""
+    clock = [100.0]
+    monkeypatch.setattr(budget.time, "perf_counter", lambda: clock[0])
+    b = budget.Budget(1.0, 10_000)  # 60 s
+    assert b.elapsed() == 0 and b.check(0, 0.0, None, None, print) is None  # not begun: the data's start-up
+    b.begin()
+    clock[0] += 10
+    with b.paused():
+        clock[0] += 30  # an evaluation
+    assert b.elapsed() == 10
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    make = lambda total: get_scheduler("linear", opt, num_warmup_steps=0, num_training_steps=total)  # noqa: E731
+    sched = make(10_000)
+    assert b.check(5, 5.0, sched, make, print) is None and b.mark == (5, 5.0)
+    assert b.check(8, 16.0, sched, make, print) is None  # past a quarter, but 3 steps are no rate
+    total = b.check(45, 16.0, sched, make, print)
+    assert total == b.total == 45 + int(40 / 11 * 44)
+    for _ in range(45):
+        sched.step()
+    state = b.state()
+
+    opt2 = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)  # the resumed run's own
+    make2 = lambda total: get_scheduler("linear", opt2, num_warmup_steps=0, num_training_steps=total)  # noqa: E731
+    again, resumed = budget.Budget(1.0, 10_000), make2(10_000)
+    for _ in range(45):  # accelerate restores the scheduler's place; the fitted curve is the budget's
+        resumed.step()
+    assert again.resume(state, resumed, make2) == total
+    again.begin()
+    assert again.elapsed() == state["elapsed"]
+    sched.step()
+    resumed.step()
+    assert resumed.get_last_lr() == pytest.approx(sched.get_last_lr()) and sched.get_last_lr()[0] < 0.8

@@ -2,7 +2,7 @@
 
     python3 -m training.lease checks --out "$OUT"
       editspec profile on the GPU with the lease's candidate (runs/lease/bundle), on 200 W&I dev
-      sentences drawn with seed 0, at batch 1 and batch 32: t5 greedy, speculative (the source drafts) and transformers'
+      sentences drawn with seed 0, at batch 1 and batch 32: t5 greedy, speculative (a T5 alone: the source drafts) and transformers'
       generate; the profile itself checks that speculative output equals greedy output sentence by
       sentence (``identical_to_t5``) -> $OUT/lease-checks.tar.xz (both reports) and a summary line
       per mode
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from training.lease.run import environment
 
-MODES = ("t5", "speculative-copy", "hf-greedy")  # the candidate is a T5 alone: the source drafts
+MODES = ("t5", "speculative", "hf-greedy")  # a T5 alone: speculative drafts with the source, as Corrector does
 
 
 def profile_command(run_dir: Path, out: Path, batch: int, limit: int, device: str) -> list[str]:
@@ -38,8 +38,9 @@ def summary(report: dict, batch: int) -> list[str]:
         if entry.get("status") != "ok":
             lines.append(f"[checks] batch {batch} {mode}: {entry.get('status')} ({entry.get('reason', '')})")
             continue
+        number = lambda key: entry.get(key) if entry.get(key) is not None else float("nan")  # noqa: E731
         lines.append(f"[checks] batch {batch} {mode}: mean {entry['latency_ms']['mean']:.2f} ms, speedup vs t5 "
-                     f"{entry.get('speedup_vs_t5', float('nan')):.2f}, identical to t5: {entry.get('identical_to_t5', float('nan')):.0%} of the sentences")
+                     f"{number('speedup_vs_t5'):.2f}, identical to t5: {number('identical_to_t5'):.0%} of the sentences")
     return lines
 
 

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import subprocess
@@ -33,6 +34,7 @@ from training.lease.plan import REPO_ROOT, load_plan, repo_model
 from training.lease.run import environment, read_json, stop
 from training.lease.shards import check_sizes, split
 from training.config import load_config
+from training import dev as training_dev
 from training.data import build_dev
 from training.models import ModelKind
 
@@ -74,15 +76,11 @@ def dev_loss(model_dir: Path, stage_dir: Path, data: Path, device: torch.device)
     tok = load_tokenizer(model_dir)
     model = kind.model_cls.from_pretrained(str(model_dir), dtype=torch.float32).to(device).eval()
     dev = build_dev(cfg, kind, tok, data)
-    total, n, t0 = 0.0, 0, time.perf_counter()
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
-    with torch.no_grad(), autocast:
-        for examples in dev["batches"]:
-            batch = {k: v.to(device) for k, v in kind.collate(examples, tok.pad_token_id).items()}
-            total += float(model(**batch).loss) * len(examples)
-            n += len(examples)
-    return {"dev_loss": total / max(n, 1), "examples": n, "seconds": round(time.perf_counter() - t0, 2),
-            "device": str(device), "dev": cfg["data"]["dev"]}
+    t0 = time.perf_counter()
+    autocast = functools.partial(torch.autocast, device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
+    result = training_dev.dev_loss(model, kind, tok, dev, device, autocast)
+    return {"dev_loss": result["dev_loss"], "examples": sum(len(b) for b in dev["batches"]),
+            "seconds": round(time.perf_counter() - t0, 2), "device": str(device), "dev": cfg["data"]["dev"]}
 
 
 def log_entries(stage_dir: Path) -> list[dict]:

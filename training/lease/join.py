@@ -60,10 +60,12 @@ def lease_row(manifest: dict, record: dict | None) -> str:
 
 
 def main(src: Path, dest: Path, pack: Path = continuation.PACK, log: Path | None = None) -> Corrector:
-    manifest = join(src, dest)
-    record = new_continuation(manifest, dest, pack)
-    if unpark():
-        print("the shipped bundle is tracked again")
+    try:
+        manifest = join(src, dest)
+        record = new_continuation(manifest, dest, pack)
+    finally:  # tracked again whatever happens here: a parked bundle must not meet a commit
+        if unpark():
+            print("what prepare parked is tracked again")
     corrector = Corrector.from_pretrained(dest, device="cpu")
     size = sum(p.stat().st_size for p in dest.rglob("*") if p.is_file())
     print(f"{dest}: {len(manifest['files'])} files checked, bundle {size / 1e6:.1f} MB, loads "

@@ -23,7 +23,7 @@ CONTINUATION = "training/continuation"
 COMMENT = "# parked by training.lease (unpark: python -m training.lease unpark)\n"
 HOOK = """#!/bin/sh
 # installed by training.lease park
-if [ -e "$(git rev-parse --git-dir)/editspec-parked" ]; then
+if [ -e "$(git rev-parse --git-path editspec-parked)" ]; then
   echo "a path is parked for a lease: run 'python -m training.lease unpark' before committing" >&2
   exit 1
 fi
@@ -34,8 +34,15 @@ def git(*args: str, root: Path = REPO_ROOT) -> str:
     return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
 
 
+def git_path(name: str, root: Path = REPO_ROOT) -> Path:
+    """Where git keeps ``name`` for this checkout: the common directory's, also from a linked
+    worktree, and ``core.hooksPath``'s for hooks (``git rev-parse --git-path``)."""
+    path = Path(git("rev-parse", "--git-path", name, root=root).strip())
+    return path if path.is_absolute() else root / path
+
+
 def marker(root: Path = REPO_ROOT) -> Path:
-    return Path(git("rev-parse", "--absolute-git-dir", root=root).strip()) / "editspec-parked"
+    return git_path("editspec-parked", root)
 
 
 def parked(root: Path = REPO_ROOT) -> list[str]:
@@ -53,14 +60,15 @@ def park(root: Path = REPO_ROOT, paths: Sequence[str] = (BUNDLE,)) -> None:
         return
     if git("status", "--porcelain", "--", *paths, root=root).strip():
         raise EditspecError(f"{', '.join(paths)}: uncommitted changes; commit them before parking for a lease")
-    m = marker(root)
-    exclude = m.parent / "info" / "exclude"
+    m, exclude, hook = marker(root), git_path("info/exclude", root), git_path("hooks/pre-commit", root)
+    if hook.exists() and "installed by training.lease park" not in hook.read_text(errors="replace"):
+        raise EditspecError(f"{hook} exists: parking needs its own pre-commit hook there (it refuses commits "
+                            f"while a path is parked); move yours aside first")
     exclude.parent.mkdir(parents=True, exist_ok=True)
     text = exclude.read_text() if exclude.exists() else ""
     have = set(text.splitlines(keepends=True))
     exclude.write_text(text + ("" if text.endswith("\n") or not text else "\n")
                        + "".join(line for line in exclude_lines(paths) if line not in have))
-    hook = m.parent / "hooks" / "pre-commit"
     if not hook.exists():
         hook.parent.mkdir(parents=True, exist_ok=True)
         hook.write_text(HOOK)
@@ -74,7 +82,7 @@ def unpark(root: Path = REPO_ROOT) -> bool:
     paths, m = parked(root), marker(root)
     if paths:
         git("reset", "-q", "--", *paths, root=root)
-    exclude = m.parent / "info" / "exclude"
+    exclude = git_path("info/exclude", root)
     if exclude.exists():
         drop = set(exclude_lines(paths))
         exclude.write_text("".join(line for line in exclude.read_text().splitlines(keepends=True) if line not in drop))

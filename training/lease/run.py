@@ -155,7 +155,9 @@ def stage_command(run_dir: Path, stage: dict, sets: list[str], carried: list[str
     if stage.get("init_from"):  # NAME: that stage's best/; NAME/last: its last/ (a stable phase's end)
         name, _, which = stage["init_from"].partition("/")
         command += ["--init-from", str(run_dir / name / (which or "best"))]
-    elif stage.get("continue") and (run_dir / CONTINUED / "config.json").is_file():
+    elif stage.get("continue") and read_json(run_dir / "prepared.json").get("continuation"):
+        if not (run_dir / CONTINUED / "config.json").is_file():  # never a silent start from scratch
+            raise EditspecError(f"{run_dir / CONTINUED} holds no model, but the lease continues a series")
         command += ["--init-from", str(run_dir / CONTINUED)]  # else a new series: the recipe's fresh model
     return command + [a for s in [*stage.get("set", []), *sets] for a in ("--set", s)]  # the call's sets win
 
@@ -172,7 +174,11 @@ def recipe(run_dir: Path) -> int:
         set_status(run_dir, stage=stage["name"], stage_started=t0)
         print(f"[lease] stage {stage['name']}: {stage.get('config') or stage.get('module')}, {stage['minutes']} min",
               flush=True)
-        rc = subprocess.run(stage_command(run_dir, stage, lease["sets"], lease["guard"]), cwd=REPO_ROOT).returncode
+        try:
+            rc = subprocess.run(stage_command(run_dir, stage, lease["sets"], lease["guard"]), cwd=REPO_ROOT).returncode
+        except EditspecError as e:
+            print(f"[lease] stage {stage['name']}: {e}", flush=True)
+            rc = 2
         if rc != 0:
             set_status(run_dir, state="failed", error=f"stage {stage['name']} exited with {rc}")
             print(f"[lease] stage {stage['name']} failed (exit {rc})", flush=True)
