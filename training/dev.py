@@ -3,7 +3,7 @@
 A lent GPU machine has no spaCy, so ERRANT cannot run there; checkpoints were chosen by dev loss,
 which twice disagreed with F0.5 (reports/models.md). ``ApproxF05`` needs no tagger: it tokenizes
 source, gold target and hypothesis with one regular expression, aligns each output with the
-source (difflib, the standard library's aligner) and counts the hypothesis's edits that equal a
+source (rapidfuzz's longest common subsequence) and counts the hypothesis's edits that equal a
 gold edit. Like ERRANT it scores edits against the source, so copying scores 0 and the gold
 target 100; unlike ERRANT it neither merges nor classifies edits, so its numbers rank checkpoints
 and are not comparable with published F0.5. The ship decision is ERRANT's, on the CPU machine.
@@ -11,12 +11,12 @@ and are not comparable with published F0.5. The ship decision is ERRANT's, on th
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections import Counter
 from typing import Any, Sequence
 
 import torch
+from rapidfuzz.distance import Indel
 
 from editspec.data.features import pad
 from editspec.data.m2 import read_blocks
@@ -38,9 +38,18 @@ def words(text: str) -> list[str]:
 
 
 def edits(source: Sequence[str], target: Sequence[str]) -> set[tuple[int, int, tuple[str, ...]]]:
-    """(start, end, replacement) of each change from ``source`` to ``target`` tokens."""
-    ops = difflib.SequenceMatcher(None, source, target, autojunk=False).get_opcodes()
-    return {(i1, i2, tuple(target[j1:j2])) for tag, i1, i2, j1, j2 in ops if tag != "equal"}
+    """(start, end, replacement) of each change from ``source`` to ``target`` tokens: the gaps of a
+    longest common subsequence (rapidfuzz's Indel, the aligner ``text.diff`` and ``tokenization.edits``
+    use), a deletion next to an insertion being one edit, as in ``text.diff``."""
+    out, gap = set(), None  # gap: [src_start, src_end, dest_start, dest_end] of the changes in a row
+    for op in [*Indel.opcodes(list(source), list(target)), None]:
+        if op is not None and op.tag != "equal":
+            gap = [op.src_start, op.src_end, op.dest_start, op.dest_end] if gap is None else \
+                [gap[0], op.src_end, gap[2], op.dest_end]
+        elif gap is not None:
+            out.add((gap[0], gap[1], tuple(target[gap[2]:gap[3]])))
+            gap = None
+    return out
 
 
 class ApproxF05:

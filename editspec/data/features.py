@@ -156,12 +156,8 @@ def pad(sequences: Sequence[Sequence[int]], value: int) -> torch.Tensor:
     lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
     width = int(lengths.max()) if len(sequences) else 0
     out = np.full((len(sequences), width), value, dtype=np.int64)
-    if any(torch.is_tensor(s) for s in sequences):  # tensor rows: one copy each
-        for row, s in enumerate(sequences):
-            out[row, : len(s)] = torch.as_tensor(s).numpy()
-    else:
-        out[np.arange(width) < lengths[:, None]] = np.fromiter(
-            itertools.chain.from_iterable(sequences), dtype=np.int64, count=int(lengths.sum()))
+    out[np.arange(width) < lengths[:, None]] = np.fromiter(
+        itertools.chain.from_iterable(sequences), dtype=np.int64, count=int(lengths.sum()))
     return torch.from_numpy(out)
 
 

@@ -8,12 +8,7 @@ values into a static cache at its own positions. A pass feeds each active slot i
     slot 1   cache [<s> I]                 feed  like              (no draft)
     slot 2   cache [<s> She likes dogs .]  feed  </s>?             ...
 
-    packed   to school . like ...          the linears and LM head see real tokens only (ragged)
-    padded   [3 slots, width 3]            attention runs padded, over each slot's cache, with
-                                           the relative position bias from the slot's OWN query
-                                           and key positions (T5's bias depends on j - i)
-
-The verifier keeps the longest prefix of the draft that equals its own choices plus one token of
+(how a pass runs over the slots: ``editspec.decoding.decoder``). The verifier keeps the longest prefix of the draft that equals its own choices plus one token of
 its own (Leviathan et al. 2022; with sampling, their accept/resample rule for a point-mass draft).
 The slot's length grows by the accepted tokens + 1: keys of rejected draft tokens stay in the
 cache beyond that length, are never attended to (causal mask) and are overwritten by the next
@@ -24,8 +19,8 @@ Sentences are encoded ``slots`` at a time, ahead of the slots they will take: th
 once per sentence in batches, and a drafter that reads the same encoder (EdiT5's heads sitting
 on the T5's encoder) gets those states (``Drafter.encoded``) instead of encoding again.
 
-The decoder and its static cache are ``editspec.decoding.decoder``; the draft window's cost model,
-``editspec.decoding.window``; the drafters, ``editspec.decoding.drafters``.
+The draft window's cost model is ``editspec.decoding.window``; the drafters,
+``editspec.decoding.drafters``.
 """
 
 from __future__ import annotations

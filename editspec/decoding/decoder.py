@@ -1,9 +1,6 @@
 """The decoder of the decoding core: a T5's encoder once per sentence, then its decoder over a
-static cache, a slot per sentence, each writing its keys and values at its own positions::
-
-    slot 0   cache [<s> He went]           feed  to school .       (pending "to", draft "school .")
-    slot 1   cache [<s> I]                 feed  like              (no draft)
-    slot 2   cache [<s> She likes dogs .]  feed  </s>?             ...
+static cache, a slot per sentence, each writing its keys and values at its own positions. One pass
+feeds every active slot its tokens (``editspec.decoding.core`` draws the picture of the slots)::
 
     packed   to school . like ...          the linears and LM head see real tokens only (ragged)
     padded   [3 slots, width 3]            attention runs padded, over each slot's cache, with
@@ -13,9 +10,10 @@ static cache, a slot per sentence, each writing its keys and values at its own p
 The layers are T5's own modules (layer norms, q/k/v/o, feed-forward, LM head: the checkpoint's
 key names), called on packed tokens; only the attention is written here, as T5's eager attention
 (scores + bias + mask, softmax, no 1/sqrt(d) scaling), over the whole cache of the call: a row's
-numbers never depend on the rows beside it or on the width of the pass, so speculative output is
-greedy output bit for bit in any dtype (bf16 included). ``editspec.decoding.core`` runs the loop
-over it; ``editspec.decoding.window`` measures its passes' cost.
+numbers do not depend on the rows beside it or on the width of the pass, so speculative output is
+greedy output bit for bit in float32. In bfloat16 the matrix kernels' rounding can follow the
+packed tokens' count: at real sizes one of 256 outputs differed at batch 32 (``reports/speed.md``).
+``editspec.decoding.core`` runs the loop over it; ``editspec.decoding.window`` measures its passes' cost.
 """
 
 from __future__ import annotations

@@ -57,6 +57,12 @@ PIP_PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_
                  "manylinux1_x86_64")
 
 
+def repo_path(path: Path) -> Path:
+    """``path`` relative to the repository when it lies inside (what travels there), else absolute."""
+    path = path.resolve()
+    return path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+
+
 def tree_bytes(root: Path = REPO_ROOT) -> int:
     """Bytes of what travels without ``carry``: tracked files and untracked ones git does not ignore."""
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root,
@@ -202,8 +208,7 @@ def prepare(folder: Path, plan_path: Path, data: Path | None = None, wheels: lis
     report = {"plan": str(plan_path.resolve().relative_to(REPO_ROOT)), "m2_sentences": counts,
               "wiki_start": start, "wiki_sentences": sentences, "wheels": names, "folder_bytes": folder_bytes(tmp),
               "tree_bytes": tree_bytes(), "limit_bytes": limit, "parked": parking if park_bundle else [],
-              "continuation": None if pack is None else str(pack.resolve().relative_to(REPO_ROOT))
-              if pack.resolve().is_relative_to(REPO_ROOT) else str(pack.resolve()),
+              "continuation": None if pack is None else str(repo_path(pack)),
               "resumed": resumed, "series": series}
     (tmp / "prepared.json").write_text(json.dumps(report, indent=1) + "\n")
     shutil.rmtree(folder, ignore_errors=True)
@@ -216,7 +221,7 @@ def device_calls(folder: Path, plan: dict) -> str:
     its wait and collect in one call: the machine goes back 30 s after a call, and a lease of 15
     minutes cannot afford a second machine start if the next call comes late."""
     inside = folder.resolve().is_relative_to(REPO_ROOT)
-    rel = folder.resolve().relative_to(REPO_ROOT) if inside else folder  # carry names repository paths
+    rel = repo_path(folder) if inside else folder  # carry names repository paths
     env = "PYTHONUNBUFFERED=1 python3 -m training.lease"
     start, collect = f"{env} start --folder {rel}", f'{env} collect --out "$OUT"'
     wait = f"{env} wait --minutes {plan['wait_minutes']}"
