@@ -21,7 +21,9 @@ A recipe has three sections (see configs/ for complete ones; ``--set train.lr=3e
             biases), position_prior (initial bias towards neighbouring tokens), max_minutes (a
             wall-clock budget: the schedule is refitted to it, see training.budget), ema_decay
             (an exponential moving average of the weights, exported as ema/), edit_weight (the loss
-            weight of target tokens that are part of an edit, T5 only; 1 = plain loss)
+            weight of target tokens that are part of an edit, T5 only; 1 = plain loss), decay_share
+            (warmup-stable-decay in one run: the last share of the steps decays linearly to 0, and
+            the model where the decay starts is exported as stable/, a series' continuation)
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ DEFAULTS: dict[str, Any] = {
         "mixed_precision": "no", "num_threads": None, "save_every": 500, "keep_last": 2,
         "log_every": 10, "eval_every": 500, "eval_f05_every": None, "eval_approx_every": None,
         "select_on": None, "log_batches": False, "position_bias_lr_scale": 1.0, "position_prior": 0.0,
-        "max_minutes": None, "ema_decay": None, "edit_weight": 1.0,
+        "max_minutes": None, "ema_decay": None, "edit_weight": 1.0, "decay_share": None,
     },
 }
 

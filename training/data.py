@@ -234,7 +234,7 @@ def ready_batches(cfg: dict, data_root: Path, position: Position, log=print) -> 
     tok = load_tokenizer(tok_path)
     mixture = build_mixture(cfg, kind, tok, data_root, log, tok_path)
     edits = float(cfg["train"].get("edit_weight", 1.0)) != 1.0
-    for examples, after in mixture.batches(position):
+    for examples, after in mixture.batches(position, log):
         yield ready(examples, after, kind, tok.pad_token_id, edits)
 
 

@@ -24,6 +24,7 @@ Under DDP every rank builds the same pools and takes every world_size-th batch.
 from __future__ import annotations
 
 import itertools
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
@@ -207,13 +208,16 @@ class Mixture:
         offset = start - (start // DRAW_BLOCK) * DRAW_BLOCK
         return np.concatenate(out)[offset:offset + n]
 
-    def batches(self, position: Position | None = None) -> Iterator[tuple[list[Example], Position]]:
-        """Endless (batch, position after it); examples carry ``_id`` = "source:index"."""
+    def batches(self, position: Position | None = None,
+                log: Callable[[str], None] | None = None) -> Iterator[tuple[list[Example], Position]]:
+        """Endless (batch, position after it); examples carry ``_id`` = "source:index". ``log``
+        hears how long the first pools took to draw and cut (a lease's start-up: issue 53)."""
         position = position or Position()
         consumed = {s.name: position.consumed.get(s.name, 0) for s in self.sources}
         streams = {s.name: s.stream(consumed[s.name]) for s in self.sources}
         drawn, skip = position.drawn, position.batches_done
-        while True:
+        t0 = time.perf_counter()
+        for pools in itertools.count():
             start = Position(drawn, dict(consumed), 0)
             pool = []
             for choice in self._choices(drawn, self.pool_size):
@@ -225,10 +229,14 @@ class Mixture:
                         break
                 pool.append({**ex, "_id": f"{name}:{consumed[name] - 1}"})
             drawn += self.pool_size
+            t1 = time.perf_counter()
             batches = self.batching.cut(pool, rng(self.seed, 11, start.drawn))
+            if log and (pools < 3 or pools % 50 == 0):
+                log(f"pool {pools}: {len(pool)} drawn in {t1 - t0:.1f} s, cut into {len(batches)} batches in "
+                    f"{time.perf_counter() - t1:.1f} s")
             for k in range(skip, len(batches)):
                 yield batches[k], Position(start.drawn, start.consumed, k + 1)
-            skip = 0
+            skip, t0 = 0, time.perf_counter()
 
 
 def take(stream: Iterator, n: int) -> list:

@@ -60,8 +60,8 @@ class Decoder:
         at = torch.tensor(slots, device=dev)
         for l, block in enumerate(self.blocks):
             cross = block.layer[1].EncDecAttention
-            self.xk[l][at, :, :width] = cross.k(hidden).view(len(slots), width, self.heads, self.d_kv).transpose(1, 2)
-            self.xv[l][at, :, :width] = cross.v(hidden).view(len(slots), width, self.heads, self.d_kv).transpose(1, 2)
+            self.xk[l][at, :, :width] = cross.k(hidden).view(len(slots), width, self.heads, self.d_kv).transpose(1, 2).to(self.xk[l].dtype)
+            self.xv[l][at, :, :width] = cross.v(hidden).view(len(slots), width, self.heads, self.d_kv).transpose(1, 2).to(self.xv[l].dtype)
         self.xmask[at] = False
         self.xmask[at, :width] = mask.bool()
         for s in slots:
@@ -111,8 +111,8 @@ class Decoder:
             sa, ca, ff = block.layer
             h = sa.layer_norm(x)
             att = sa.SelfAttention
-            self.k[l][slot_of, :, pos] = att.k(h).view(-1, self.heads, self.d_kv)  # each at its own position
-            self.v[l][slot_of, :, pos] = att.v(h).view(-1, self.heads, self.d_kv)
+            self.k[l][slot_of, :, pos] = att.k(h).view(-1, self.heads, self.d_kv).to(self.k[l].dtype)  # each at its own position
+            self.v[l][slot_of, :, pos] = att.v(h).view(-1, self.heads, self.d_kv).to(self.v[l].dtype)
             k = self.k[l][:, :, :L] if whole else self.k[l][rows, :, :L]  # [B, H, L, d_kv]
             v = self.v[l][:, :, :L] if whole else self.v[l][rows, :, :L]
             x = x + att.o(attend(att.q(h), k, v, bias))

@@ -62,7 +62,7 @@ ARCHITECTURES = {
 }
 VOCAB = 32128
 # Our own shapes (the shipped tokenizer's 16,256 ids): the shipped T5, and the lease recipe's deep
-# encoder and shallow decoder (configs/lease-t5-stable.yaml): their ratio is the speed the deeper
+# encoder and shallow decoder (configs/lease-t5-wsd.yaml): their ratio is the speed the deeper
 # encoder costs before any lease trains it (issue 53's budget: <= 2x at batch 1, <= 1.5x at 32).
 OURS = dict(d_model=256, d_kv=64, num_heads=4, feed_forward_proj="gated-gelu", vocab_size=16256)
 EXTRA = {

@@ -11,7 +11,10 @@ import base64
 import hashlib
 import json
 import lzma
+import os
+import shutil
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -41,8 +44,28 @@ TINY = [  # every stage: a tiny T5 (still a 12-layer encoder), a few steps; the 
     "model.config.tag_embedding_dim=8", "model.config.max_order_positions=64",
     "data.batch_tokens=1024", "data.max_batch_size=64", "data.pool_size=128", "data.workers=0",
     "data.dev.max_examples=16", "train.max_steps=2", "train.warmup_steps=1", "train.save_every=1",
-    "train.eval_every=1", "train.log_every=1", "train.mixed_precision=no",  # bf16 autocast is slow on CPU
+    "train.eval_every=1", "train.log_every=1", "train.mixed_precision=bf16",  # autocast, as on the GPU
 ]
+
+
+def travelling_copy(dest: Path) -> Path:
+    """The checkout as a device call carries it: tracked and untracked-not-ignored files, less what
+    ``prepare`` parks (the shipped models). The lease runs there, so that nothing it does on the
+    machine can lean on a file that stays behind (the first lease did: the tokenizer)."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO_ROOT,
+                            check=True, capture_output=True, text=True).stdout.split("\0")
+    for rel in listed:
+        if rel and (REPO_ROOT / rel).is_file() and not any(rel.startswith(p + "/") for p in park.BUNDLE_MODELS):
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO_ROOT / rel, dest / rel)
+    return dest
+
+
+def on_device(tree: Path, *args: str) -> subprocess.CompletedProcess:
+    """``python -m training.lease ARGS`` run from the travelling copy, as the device call runs it."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, "-m", "training.lease", *args], cwd=tree, env=env, capture_output=True,
+                          text=True)
 
 
 def m2_file(path: Path, n: int, seed: int) -> None:
@@ -84,7 +107,8 @@ def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsy
     folder, run_dir, out, bundle = tmp_path / ".lease", tmp_path / "run", tmp_path / "OUT", tmp_path / "bundle"
     pack, lease_log = tmp_path / "continuation" / "t5.tar.xz", tmp_path / "lease-log.md"
     common = ["--folder", str(folder), "--data-dir", str(data), "--wheel", str(probe_wheel(tmp_path)),
-              "--m2-sentences", "100", "--wiki-sentences", "500", "--min-wiki-sentences", "100", "--no-park"]
+              "--m2-sentences", "100", "--wiki-sentences", "500", "--min-wiki-sentences", "100", "--no-park",
+              "--limit-mib", "200"]  # unparked, the shipped models and any continuation travel
     assert lease(["prepare", *common, "--from-scratch"]) == 0
     prepared = read_json(folder / "prepared.json")
     assert prepared["wiki_sentences"] == 500 and prepared["wiki_start"] == 0 and prepared["continuation"] is None
@@ -96,30 +120,36 @@ def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsy
     assert len(calls) == 2 and [w for w in calls[0]["command"].split() if w in ("start", "wait", "collect")] == \
         ["start", "wait", "collect"] and "checks" in calls[1]["command"].split()
 
-    assert lease(["start", "--folder", str(folder), "--run-dir", str(run_dir), "--check-imports",  # prepared plan
-                  *[a for s in TINY for a in ("--set", s)]]) == 0
+    tree = travelling_copy(tmp_path / "device")  # start, wait, collect and checks run where the call does
+    assert not (tree / park.BUNDLE / "t5").exists() and (tree / park.BUNDLE / "tokenizer").is_dir()
+    started = on_device(tree, "start", "--folder", str(folder), "--run-dir", str(run_dir), "--check-imports",
+                        *[a for s in TINY for a in ("--set", s)])  # the prepared plan
+    assert started.returncode == 0, started.stderr[-3000:]
     assert (run_dir / "site" / "lease_probe" / "__init__.py").is_file()  # the carried wheel, installed
-    assert lease(["wait", "--run-dir", str(run_dir), "--minutes", "3"]) == 0
+    assert on_device(tree, "wait", "--run-dir", str(run_dir), "--minutes", "3").returncode == 0, \
+        (run_dir / "recipe.log").read_text()[-3000:]
     status = read_json(run_dir / "status.json")
     assert status["state"] == "done", (run_dir / "recipe.log").read_text()[-3000:]
-    assert status["done"] == ["t5-stable", "t5-decay", "t5-ft"]
-    stable = [json.loads(x) for x in (run_dir / "t5-stable" / "log.jsonl").read_text().splitlines()]
+    assert status["done"] == ["t5-wsd", "t5-ft"]
+    stable = [json.loads(x) for x in (run_dir / "t5-wsd" / "log.jsonl").read_text().splitlines()]
     assert max(e["step"] for e in stable) == 2 and all("data_wait" in e for e in stable if "loss" in e)
-    config = json.loads((run_dir / "t5-stable" / "last" / "config.json").read_text())
+    config = json.loads((run_dir / "t5-wsd" / "stable" / "config.json").read_text())  # where the decay began
     assert (config["num_layers"], config["num_decoder_layers"]) == (12, 2)  # the deep-encoder shape
     ft = [json.loads(x) for x in (run_dir / "t5-ft" / "log.jsonl").read_text().splitlines()]
     assert any("dev_approx_f05" in e for e in ft)  # chosen on the device by the approximate F0.5
 
-    assert lease(["collect", "--run-dir", str(run_dir), "--out", str(out)]) == 0
+    collected = on_device(tree, "collect", "--run-dir", str(run_dir), "--out", str(out))
+    assert collected.returncode == 0, collected.stderr[-3000:]
     files = list(out.iterdir())
     assert len(files) <= MAX_FILES and all(f.stat().st_size <= MAX_FILE for f in files)
     manifest = json.loads((out / "lease-manifest.json").read_text())
     assert manifest["eval"]["t5"]["stage"] == "t5-ft" and "dev_approx_f05" in manifest["eval"]["t5"]
-    assert manifest["continuation"] == "t5-stable/last" and manifest["stages"]["t5-stable"]["examples"] > 0
+    assert manifest["continuation"] == "t5-wsd/stable" and manifest["stages"]["t5-wsd"]["examples"] > 0
     # the second call: speculative == greedy and the profiles (on the GPU there; here on the CPU)
-    assert lease(["checks", "--run-dir", str(run_dir), "--out", str(tmp_path / "OUT2"), "--limit", "3",
-                  "--device", "cpu"]) == 0
-    checked = capsys.readouterr().out
+    checks = on_device(tree, "checks", "--run-dir", str(run_dir), "--out", str(tmp_path / "OUT2"), "--limit", "3",
+                       "--device", "cpu")
+    checked = checks.stdout
+    assert checks.returncode == 0, checks.stderr[-3000:]
     assert "batch 32 speculative: mean" in checked and "identical to t5: 100% of" in checked, checked[-2000:]
     assert (tmp_path / "OUT2" / "lease-checks.tar.xz").is_file()
 
@@ -197,7 +227,8 @@ def test_gpu_lease_15_minute_plans_are_one_call(path):
     assert 90 + 600 + calls[1]["timeout_s"] <= 900
     if path == PLAN:
         first = load_config(REPO_ROOT / plan["stages"][0]["config"], plan["stages"][0].get("set", []))
-        assert plan["stages"][0]["continue"] and plan["continuation"] == plan["stages"][0]["name"]
+        assert plan["stages"][0]["continue"] and plan["continuation"] == f"{plan['stages'][0]['name']}/stable"
+        assert first["train"]["decay_share"]  # warmup-stable-decay in one stage: stable/ is the continuation
         t5 = T5ForConditionalGeneration(T5Config(**first["model"]["config"], vocab_size=16256))
         assert (t5.config.num_layers, t5.config.num_decoder_layers) == (12, 2)
         bf16 = 2 * sum(p.numel() for p in t5.parameters())

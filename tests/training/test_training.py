@@ -526,3 +526,19 @@ def test_budget_counts_training_time_only_and_a_resumed_run_keeps_its_fit(monkey
     sched.step()
     resumed.step()
     assert resumed.get_last_lr() == pytest.approx(sched.get_last_lr()) and sched.get_last_lr()[0] < 0.8
+
+
+def test_decay_share_runs_warmup_stable_decay_and_exports_the_stable_end(tmp_path, data_dir, tokenizer_dir):
+    """train.decay_share: lr constant after the warmup, then linear to 0 over the last share of the
+    steps; stable/ holds the model where the decay starts (a lease's continuation), last/ the end."""
+    out = tmp_path / "run"
+    run(out, data_dir, tokenizer_dir, "--max-steps", "20", "--set", "train.decay_share=0.25",
+        "--set", "train.warmup_steps=2", "--set", "train.log_every=1", "--set", "train.eval_every=0")
+    lrs = {e["step"]: e["lr"] for e in log(out) if "lr" in e}
+    peak = max(lrs.values())
+    assert all(lrs[s] == pytest.approx(peak) for s in range(3, 16))  # stable
+    assert lrs[17] > lrs[18] > lrs[19] > lrs[20] == pytest.approx(0.0)  # linear to 0 over the last 5
+    assert json.loads((out / "stable" / "training.json").read_text())["step"] == 15
+    stable = load_file(out / "stable" / "model.safetensors")
+    last = load_file(out / "last" / "model.safetensors")
+    assert any(not torch.equal(stable[k], last[k]) for k in stable)  # the decay trained on from there

@@ -38,7 +38,8 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("--wheel-cache", default=".whl", help="where fetched wheels are kept (git-ignored)")
     q.add_argument("--m2-sentences", type=int, help="only the first N sentences of each M2 file")
     q.add_argument("--wiki-sentences", type=int, help="at most N Wikipedia sentences (default: as many as fit)")
-    q.add_argument("--margin-mib", type=float, default=1.0, help="room left under the 64 MiB limit")
+    q.add_argument("--margin-mib", type=float, default=1.0, help="room left under the call's limit")
+    q.add_argument("--limit-mib", type=float, default=64.0, help="what a call carries (default 64 MiB)")
     q.add_argument("--continuation", default=str(CONTINUATION),
                    help="the continuation checkpoint to start from (default: the repository's)")
     q.add_argument("--from-scratch", action="store_true", help="start a new series: no continuation checkpoint")

@@ -56,9 +56,10 @@ def ship(run_dir: Path, plan: dict, carried: list[str] | None) -> dict[str, str]
         shipped[kind] = entry
         pairs += [str(sources[entry]), str(bundle / kind)]
     stable = plan.get("continuation")
-    if stable and (run_dir / stable / "last" / "config.json").is_file():  # the next lease starts from it
-        shipped["continuation"] = f"{stable}/last"
-        pairs += [str(run_dir / stable / "last"), str(bundle / "continuation")]
+    stable = stable if not stable or "/" in stable else f"{stable}/last"  # NAME alone: its last/
+    if stable and (run_dir / stable / "config.json").is_file():  # the next lease starts from it
+        shipped["continuation"] = stable
+        pairs += [str(run_dir / stable), str(bundle / "continuation")]
     if pairs:  # one process ships them all (importing torch and transformers takes seconds)
         guard = ["--guard", ",".join(carried)] if carried is not None else []
         subprocess.run([sys.executable, "-m", "training.lease", "exec", *guard, "training.ship", *pairs],

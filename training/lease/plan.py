@@ -5,9 +5,10 @@
       - {name: t5-pre, config: configs/lease-t5-pretrain.yaml, minutes: 2.5,
          set: [model.init_from=editspec/models/default/t5, ...]}     set: that stage's --set overrides
       - {name: t5-ft, config: ..., init_from: t5-pre, minutes: 1.5}   init_from: that stage's best/
-      - {name: t5-stable, continue: true, ...}        continue: from the continuation checkpoint
-      - {name: t5-decay, init_from: t5-stable/last}   NAME/last: that stage's last/, not its best/
-    continuation: t5-stable                           whose last/ becomes the next continuation
+      - {name: t5-wsd, continue: true, ...}           continue: from the continuation checkpoint
+      - {name: t5-x, init_from: t5-wsd/last}          NAME/DIR: that stage's DIR/, not its best/
+    continuation: t5-wsd/stable                       the model that becomes the next continuation
+                                                      (NAME alone: NAME/last)
     bundle: {t5: [t5-ft, t5-pre], edit5: [edit5]}    the first stage with a best/ ships; an entry may
                                                       also be a model directory the package ships
                                                       (editspec/models/default/t5): EdiT5 heads
@@ -50,7 +51,7 @@ def load_plan(path: Path) -> dict:
         earlier = names[:names.index(s["name"])]
         if s.get("init_from") not in (None, *earlier, *[f"{n}/last" for n in earlier]):
             raise EditspecError(f"lease plan {path}: stage {s['name']} starts from {s['init_from']}, not an earlier stage")
-    if plan.get("continuation") not in (None, *names):
+    if (plan.get("continuation") or "").partition("/")[0] not in ("", *names):
         raise EditspecError(f"lease plan {path}: continuation names no stage")
     for kind, stages in plan.get("bundle", {}).items():
         unknown = [s for s in stages if s not in names and not repo_model(s)]

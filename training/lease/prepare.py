@@ -45,7 +45,7 @@ from editspec.data.corpora import data_dir as default_data_dir
 from editspec.data.m2 import read_blocks
 from editspec.errors import EditspecError
 from training.lease import continuation
-from training.lease.park import BUNDLE, CONTINUATION, park, unpark
+from training.lease.park import BUNDLE_MODELS, CONTINUATION, park, unpark
 from training.lease.plan import REPO_ROOT, WHEELS, load_plan
 from training.synthetic.lexicon import save_tables
 from training.synthetic.pairs import WIKI_DIR, read_lines, shard_files
@@ -183,9 +183,11 @@ def prepare(folder: Path, plan_path: Path, data: Path | None = None, wheels: lis
     save_tables(tmp / "lexicon.json.xz")
     names = write_wheels([fetch_wheel(w, wheel_cache) for w in (WHEELS if wheels is None else wheels)],
                          tmp / "wheels.tar.xz")
-    # what does not travel: the shipped bundle, or for a plan that ships it as it is (park: false), the
+    # what does not travel: the shipped bundle's models, or for a plan that ships it as it is (park: false), the
     # continuation checkpoint, which only the series' plan reads
-    parking = [BUNDLE] if plan.get("park", True) else [CONTINUATION]
+    parking = list(BUNDLE_MODELS) if plan.get("park", True) else [CONTINUATION]
+    if pack is None and CONTINUATION not in parking:
+        parking.append(CONTINUATION)  # a new series, or a plan that does not continue one: it stays here
     if not plan.get("wiki", True):
         wiki_sentences, min_wiki = 0, 0  # a plan with no synthetic stage carries no Wikipedia slice
     if park_bundle:
@@ -258,13 +260,13 @@ def main(args) -> None:
     report = prepare(Path(args.folder), Path(args.plan), Path(args.data_dir) if args.data_dir else None,
                      args.wheel or None, Path(args.wheel_cache), args.m2_sentences, args.wiki_sentences,
                      int(args.margin_mib * 2**20), None if args.from_scratch else Path(args.continuation),
-                     args.wiki_start, args.min_wiki_sentences, not args.no_park)
+                     args.wiki_start, args.min_wiki_sentences, not args.no_park, int(args.limit_mib * 2**20))
     total = report["tree_bytes"] + report["folder_bytes"]
     resumed = report["resumed"]
     print(f"{args.folder}: {report['folder_bytes'] / 2**20:.2f} MiB ({report['wiki_sentences']} Wikipedia sentences "
           f"from line {report['wiki_start']}, M2 {report['m2_sentences']}, wheels {', '.join(report['wheels'])}); "
           f"the working tree {report['tree_bytes'] / 2**20:.2f} MiB; the call carries {total / 2**20:.2f} of "
-          f"{LIMIT / 2**20:.0f} MiB")
+          f"{report['limit_bytes'] / 2**20:.0f} MiB")
     if report["series"]:
         print(f"continues {report['continuation']} (lease {resumed.get('leases', 0) + 1} of the series, "
               f"{resumed.get('examples', 0):,} pairs seen)" if resumed else "a new series: from scratch")
