@@ -9,10 +9,12 @@ feeds every active slot its tokens (``editspec.decoding.core`` draws the picture
 
 The layers are T5's own modules (layer norms, q/k/v/o, feed-forward, LM head: the checkpoint's
 key names), called on packed tokens; only the attention is written here, as T5's eager attention
-(scores + bias + mask, softmax, no 1/sqrt(d) scaling), over the whole cache of the call: a row's
-numbers do not depend on the rows beside it or on the width of the pass, so speculative output is
-greedy output bit for bit in float32. In bfloat16 the matrix kernels' rounding can follow the
-packed tokens' count: at real sizes one of 256 outputs differed at batch 32 (``reports/speed.md``).
+(scores + bias + mask, softmax, no 1/sqrt(d) scaling), over the whole cache of the call, so a
+row's numbers do not depend on the rows beside it. On the pass's width they depend only in
+float32's last bits (torch picks kernels by size), far below a token's margin: speculative output
+equalled greedy on every sentence profiled. In bfloat16 torch's attention kernel rounds a query row
+by the width (one of 256 outputs differed at batch 32, ``reports/speed.md``), so there attention is
+two plain matmuls around an fp32 softmax, and a window's logits are single steps' bit for bit.
 ``editspec.decoding.core`` runs the loop over it; ``editspec.decoding.window`` measures its passes' cost.
 """
 
@@ -103,7 +105,12 @@ class Decoder:
             # q [T, H*d_kv] packed -> [B, H, W, d_kv] padded; k, v [B, H, keys, d_kv]
             qp = q.new_zeros(B * W, q.shape[-1]).index_copy_(0, flat, q)
             qp = qp.view(B, W, self.heads, self.d_kv).transpose(1, 2)
-            out = F.scaled_dot_product_attention(qp, k, v, attn_mask=b, scale=1.0)  # [B, H, W, d_kv]
+            if qp.dtype == torch.float32:
+                out = F.scaled_dot_product_attention(qp, k, v, attn_mask=b, scale=1.0)  # [B, H, W, d_kv]
+            else:  # torch's CPU kernel rounds a query row differently by the pass's width (W >= 4) in
+                # bf16, flipping tokens; plain matmuls with an fp32 softmax do not (reports/speed.md)
+                scores = (qp @ k.transpose(-1, -2)).float() + b  # [B, H, W, keys]
+                out = scores.softmax(-1).to(v.dtype) @ v
             return out.transpose(1, 2).reshape(B * W, -1)[flat]  # [T, H*d_kv]
 
         x = self.model.decoder.embed_tokens(ids)  # [T, d_model]
