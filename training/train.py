@@ -355,6 +355,9 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
     bar.close()
     if state.step >= end:
         save_model(out / "last")  # also at --stop-after: a model directory of the newest weights
+        if tc["decay_share"] and state.step >= max_steps and not (out / "stable").exists() and main_proc:
+            log("stopped before the decay began: stable/ is the last model")  # a series never loses a run
+            shutil.copytree(out / "last", out / "stable")
         if ema is not None:  # the weights' average, scored like the checkpoints (a lever to measure)
             save_model(out / "ema", ema.module)
             if dev is not None and approx_every and main_proc:
