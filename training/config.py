@@ -22,8 +22,8 @@ A recipe has three sections (see configs/ for complete ones; ``--set train.lr=3e
             wall-clock budget: the schedule is refitted to it, see training.budget), ema_decay
             (an exponential moving average of the weights, exported as ema/), edit_weight (the loss
             weight of target tokens that are part of an edit, T5 only; 1 = plain loss), decay_share
-            (warmup-stable-decay in one run: the last share of the steps decays linearly to 0, and
-            the model where the decay starts is exported as stable/, a series' continuation)
+            (with schedule warmup_stable_decay: the last share of the steps decays linearly to 0,
+            and the model where the decay starts is exported as stable/, a series' continuation)
 """
 
 from __future__ import annotations

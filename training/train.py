@@ -18,7 +18,7 @@ What the output directory holds::
     checkpoints/step-N/    accelerate state (model, optimizer, scheduler, RNG) + data position
     best/                  model + tokenizer of the best dev score (F0.5 > approximate F0.5 > loss)
     last/                  model + tokenizer at the end of training (or at --stop-after)
-    stable/                model + tokenizer where the decay starts (train.decay_share: warmup-stable-decay)
+    stable/                model + tokenizer where the decay starts (schedule warmup_stable_decay)
     ema/                   the weights' moving average at the end (train.ema_decay)
 
 Running the same command again resumes from the newest complete checkpoint: model, optimizer,
@@ -167,17 +167,15 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
     optimizer = torch.optim.AdamW(groups, lr=tc["lr"], betas=tuple(tc["adam_betas"]),
                                   fused=True if not use_cpu else None)
 
+    wsd = tc["schedule"] == "warmup_stable_decay"  # constant, then linear to 0 over the last decay_share
+
     def decay_steps(total: int) -> int:
-        return max(1, round(tc["decay_share"] * total)) if tc["decay_share"] else 0
+        return max(1, round(tc["decay_share"] * total)) if wsd else 0
 
     def make_scheduler(total: int):  # not prepared: accelerate would step it once per process per step
-        if tc["decay_share"]:  # warmup, constant, then linear to 0 over the last share: refitted with the total
-            return get_scheduler("warmup_stable_decay", optimizer, num_warmup_steps=tc["warmup_steps"],
-                                 num_training_steps=total,
-                                 scheduler_specific_kwargs={"num_decay_steps": decay_steps(total),
-                                                            "decay_type": "linear"})
-        return get_scheduler(tc["schedule"], optimizer, num_warmup_steps=tc["warmup_steps"],
-                             num_training_steps=total)
+        return get_scheduler(tc["schedule"], optimizer, num_warmup_steps=tc["warmup_steps"], num_training_steps=total,
+                             scheduler_specific_kwargs={"num_decay_steps": decay_steps(total),
+                                                        "decay_type": "linear"} if wsd else None)
 
     scheduler = make_scheduler(tc["max_steps"])
     model, optimizer = accelerator.prepare(model, optimizer)
@@ -338,7 +336,7 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
             do_loss = bool(tc["eval_every"]) and (state.step % tc["eval_every"] == 0 or state.step == max_steps)
             t_pause = time.perf_counter()
             with budget.paused():  # evaluating and saving are not training time, nor step time
-                if tc["decay_share"] and state.step == max_steps - decay_steps(max_steps) and main_proc:
+                if wsd and state.step == max_steps - decay_steps(max_steps) and main_proc:
                     save_model(out / "stable")  # the stable phase's end: what the next run continues
                 if dev is not None and (do_loss or do_f05 or do_approx):
                     result = evaluate(do_f05, do_approx)
@@ -355,7 +353,7 @@ def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | N
     bar.close()
     if state.step >= end:
         save_model(out / "last")  # also at --stop-after: a model directory of the newest weights
-        if tc["decay_share"] and state.step >= max_steps and not (out / "stable").exists() and main_proc:
+        if wsd and state.step >= max_steps and not (out / "stable").exists() and main_proc:
             log("stopped before the decay began: stable/ is the last model")  # a series never loses a run
             shutil.copytree(out / "last", out / "stable")
         if ema is not None:  # the weights' average, scored like the checkpoints (a lever to measure)

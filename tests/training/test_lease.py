@@ -228,7 +228,7 @@ def test_gpu_lease_15_minute_plans_are_one_call(path):
     if path == PLAN:
         first = load_config(REPO_ROOT / plan["stages"][0]["config"], plan["stages"][0].get("set", []))
         assert plan["stages"][0]["continue"] and plan["continuation"] == f"{plan['stages'][0]['name']}/stable"
-        assert first["train"]["decay_share"]  # warmup-stable-decay in one stage: stable/ is the continuation
+        assert first["train"]["schedule"] == "warmup_stable_decay" and first["train"]["decay_share"]  # one stage
         t5 = T5ForConditionalGeneration(T5Config(**first["model"]["config"], vocab_size=16256))
         assert (t5.config.num_layers, t5.config.num_decoder_layers) == (12, 2)
         bf16 = 2 * sum(p.numel() for p in t5.parameters())

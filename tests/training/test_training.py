@@ -529,10 +529,10 @@ def test_budget_counts_training_time_only_and_a_resumed_run_keeps_its_fit(monkey
 
 
 def test_decay_share_runs_warmup_stable_decay_and_exports_the_stable_end(tmp_path, data_dir, tokenizer_dir):
-    """train.decay_share: lr constant after the warmup, then linear to 0 over the last share of the
+    """schedule warmup_stable_decay with train.decay_share: lr constant after the warmup, then linear to 0 over the last share of the
     steps; stable/ holds the model where the decay starts (a lease's continuation), last/ the end."""
     out = tmp_path / "run"
-    run(out, data_dir, tokenizer_dir, "--max-steps", "20", "--set", "train.decay_share=0.25",
+    run(out, data_dir, tokenizer_dir, "--max-steps", "20", "--set", "train.schedule=warmup_stable_decay", "--set", "train.decay_share=0.25",
         "--set", "train.warmup_steps=2", "--set", "train.log_every=1", "--set", "train.eval_every=0")
     lrs = {e["step"]: e["lr"] for e in log(out) if "lr" in e}
     peak = max(lrs.values())

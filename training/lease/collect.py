@@ -55,8 +55,7 @@ def ship(run_dir: Path, plan: dict, carried: list[str] | None) -> dict[str, str]
             continue
         shipped[kind] = entry
         pairs += [str(sources[entry]), str(bundle / kind)]
-    stable = plan.get("continuation")
-    stable = stable if not stable or "/" in stable else f"{stable}/last"  # NAME alone: its last/
+    stable = plan.get("continuation")  # STAGE/DIR
     if stable and (run_dir / stable / "config.json").is_file():  # the next lease starts from it
         shipped["continuation"] = stable
         pairs += [str(run_dir / stable), str(bundle / "continuation")]

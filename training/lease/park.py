@@ -3,8 +3,9 @@
 A device call carries the working tree: tracked files, and untracked ones git does not ignore
 (64 MiB in all). The shipped bundle's models (``editspec/models/default/{t5,edit5}``, 57 MiB) are
 tracked, so they left room for only ~30k Wikipedia sentences; its tokenizer and corrector config
-(1.4 MiB) travel, since the stages' configs and ``collect`` read them. A plan that ships the bundle as it is (EdiT5 heads on the
-shipped T5) needs the bundle there but not the continuation checkpoint. Parked, a path is out of
+(1.4 MiB) travel, since the stages' configs and ``collect`` read them. A plan that ships the
+bundle as it is (EdiT5 heads on the shipped T5) needs the bundle there but not the continuation
+checkpoint. Parked, a path is out of
 the index and ignored (``.git/info/exclude``): its files stay on disk, untouched, and do not
 travel. ``unpark`` (also run by ``join``) puts the index back as HEAD has it. While anything is
 parked, a pre-commit hook refuses commits, which would otherwise record the removal.
@@ -20,8 +21,6 @@ from editspec.errors import EditspecError
 from training.lease.plan import REPO_ROOT
 
 BUNDLE = "editspec/models/default"
-# the bundle's models (57 MiB) park; its tokenizer/ and corrector_config.json travel: the stages'
-# configs and collect read them on the device
 BUNDLE_MODELS = (f"{BUNDLE}/t5", f"{BUNDLE}/edit5")
 CONTINUATION = "training/continuation"
 COMMENT = "# parked by training.lease (unpark: python -m training.lease unpark)\n"

@@ -7,8 +7,7 @@
       - {name: t5-ft, config: ..., init_from: t5-pre, minutes: 1.5}   init_from: that stage's best/
       - {name: t5-wsd, continue: true, ...}           continue: from the continuation checkpoint
       - {name: t5-x, init_from: t5-wsd/last}          NAME/DIR: that stage's DIR/, not its best/
-    continuation: t5-wsd/stable                       the model that becomes the next continuation
-                                                      (NAME alone: NAME/last)
+    continuation: t5-wsd/stable                       STAGE/DIR: the model that becomes the next continuation
     bundle: {t5: [t5-ft, t5-pre], edit5: [edit5]}    the first stage with a best/ ships; an entry may
                                                       also be a model directory the package ships
                                                       (editspec/models/default/t5): EdiT5 heads
@@ -51,8 +50,9 @@ def load_plan(path: Path) -> dict:
         earlier = names[:names.index(s["name"])]
         if s.get("init_from") not in (None, *earlier, *[f"{n}/last" for n in earlier]):
             raise EditspecError(f"lease plan {path}: stage {s['name']} starts from {s['init_from']}, not an earlier stage")
-    if (plan.get("continuation") or "").partition("/")[0] not in ("", *names):
-        raise EditspecError(f"lease plan {path}: continuation names no stage")
+    stage, _, folder = (plan.get("continuation") or "").partition("/")
+    if plan.get("continuation") and (stage not in names or not folder):
+        raise EditspecError(f"lease plan {path}: continuation is not STAGE/DIR of a stage (t5-wsd/stable)")
     for kind, stages in plan.get("bundle", {}).items():
         unknown = [s for s in stages if s not in names and not repo_model(s)]
         if kind not in ("t5", "edit5") or unknown:
