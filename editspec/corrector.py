@@ -61,7 +61,8 @@ from editspec.errors import EditspecError
 from editspec.modeling import loading, quantization
 from editspec.modeling.loading import (load_edit5, quiet_transformers, resolve_device, resolve_models,
                                        trained_length)
-from editspec.modeling.t5 import DTYPES, load_t5
+from editspec.modeling.precision import resolve_dtype
+from editspec.modeling.t5 import load_t5
 from editspec.text import segment
 from editspec.text.diff import Correction, diff
 from editspec.text.guard import guard, keep_unreadable, real_words
@@ -149,8 +150,9 @@ class Corrector:
         when ``t5``/``edit5`` are given), else to ``CorrectorConfig``'s defaults: a checkpoint of
         your own gives its raw output. Without a mode there, ``speculative`` when both models are
         present, else the one present. ``max_length`` (model input tokens with EOS) overrides the
-        checkpoint's training length. ``dtype`` (float32 or bfloat16, names of ``t5.DTYPES``): the
-        models' compute type (default float32; the shipped weights are bfloat16 on disk).
+        checkpoint's training length. ``dtype`` (float32 or bfloat16, names of ``precision.DTYPES``):
+        the models' compute type (default: ``precision.default_dtype``, bfloat16 on a CPU with bf16
+        units, else float32; the shipped weights are bfloat16 on disk).
         ``quantize`` ("int8", CPU only): the models' linears in int8 (``modeling.quantization``;
         faster on long inputs and large batches, but not batch-independent).
         """
@@ -158,10 +160,6 @@ class Corrector:
             raise EditspecError("batch size must be at least 1")
         if max_length is not None and max_length < 3:
             raise EditspecError("max length must be at least 3 tokens (with EOS)")
-        if isinstance(dtype, str):
-            if dtype not in DTYPES:
-                raise EditspecError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
-            dtype = DTYPES[dtype]
         edit5_path, t5_path = resolve_models(model, edit5, t5)
         if model is not None:
             where = Path(model)
@@ -180,14 +178,14 @@ class Corrector:
                 raise EditspecError(f"mode {mode} needs {'an EdiT5' if kind == 'edit5' else 'a T5'} "
                                     f"model, and {where} has none (pass --{kind} DIR)")
         dev = resolve_device(device)
+        dtype = resolve_dtype(dtype, dev, quantize)
         loaded: dict = {}
         with quiet_transformers():
             if "t5" in USES[mode] and t5_path is not None:
                 loaded["t5"], loaded["t5_tokenizer"] = load_t5(t5_path, device=dev, dtype=dtype)
             if "edit5" in USES[mode] and edit5_path is not None:  # on the T5's encoder, if its heads sit there
                 loaded["edit5"], loaded["edit5_tokenizer"] = load_edit5(edit5_path, dev, loaded.get("t5"), t5_path)
-                if dtype is not None:
-                    loaded["edit5"].to(dtype)
+                loaded["edit5"].to(dtype)
             if quantize is not None:  # the T5 first: a shared encoder is then quantized once
                 for kind in ("t5", "edit5"):
                     if kind in loaded:

@@ -5,13 +5,14 @@
 #   eval/run_all.sh MODEL_DIR OUT_DIR [MODE ...]      (modes default: those the bundle has)
 #
 # Environment: DATA (default ../shared/data beside the repo), LIMIT (first N sentences of each
-# set), DEVICE, BATCH_SIZE (16), PYTHON (.venv/bin/python if present, else python3).
+# set), DEVICE, DTYPE (float32 or bfloat16; default: editspec's), BATCH_SIZE (16), PYTHON
+# (.venv/bin/python if present, else python3).
 # Sets: W&I+LOCNESS dev (ERRANT), FCE test (ERRANT; never used for selection or tuning),
 # CoNLL-2013 (ERRANT spans on NUCLE's edits, not the M2Scorer numbers CoNLL papers report),
 # JFLEG dev (GLEU, plus ERRANT on dev.ref.m2).
 set -euo pipefail
 if [ $# -lt 2 ]; then
-  sed -n 2,11p "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n 2,12p "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 MODEL=$1 OUT=$2
@@ -37,7 +38,7 @@ declare -A SETS=(
   [jfleg_dev]="--src $J/dev.src --refs $J/dev.ref0 $J/dev.ref1 $J/dev.ref2 $J/dev.ref3 --m2 $J/dev.ref.m2"
 )
 COMMON=(--json ${LIMIT:+--limit "$LIMIT"})
-MODEL_OPTS=(--model "$MODEL" --batch-size "$BATCH_SIZE" ${DEVICE:+--device "$DEVICE"})
+MODEL_OPTS=(--model "$MODEL" --batch-size "$BATCH_SIZE" ${DEVICE:+--device "$DEVICE"} ${DTYPE:+--dtype "$DTYPE"})
 
 for set in wi_dev fce_test conll2013 jfleg_dev; do
   read -r -a args <<< "${SETS[$set]}"

@@ -21,7 +21,7 @@ import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from editspec import cli, files
-from editspec.modeling import loading
+from editspec.modeling import loading, precision
 from editspec.text import segment
 from editspec.cli.correct import format_diff
 from editspec.config import CorrectorConfig
@@ -637,7 +637,8 @@ def test_chunks_never_split_an_expanded_character(tokenizer):
 
 
 def test_shipped_models_correct_the_sample(capsysbinary):
-    """The bundle in the package: both models load (bf16 on disk, fp32 compute), the default mode
+    """The bundle in the package: both models load (bf16 on disk, computed in the machine's default
+    type: bf16 with bf16 units, else fp32), the default mode
     is speculative, every line of the sample comes out with its spacing, speculative output is
     T5's greedy output, and the T5 mostly copies: a model that lost its weights, or a T5 that
     babbles, would change far more than a tenth of the characters."""
@@ -646,7 +647,7 @@ def test_shipped_models_correct_the_sample(capsysbinary):
     assert (loading.DEFAULT_MODEL / "t5").is_dir() and (loading.DEFAULT_MODEL / "edit5").is_dir()
     lines = SAMPLE.read_text(encoding="utf-8").splitlines()
     spec = Corrector.from_pretrained(device="cpu")
-    assert spec.mode == "speculative" and spec.t5.dtype == spec.edit5.dtype == torch.float32
+    assert spec.mode == "speculative" and spec.t5.dtype == spec.edit5.dtype == precision.default_dtype(spec.device)
     assert spec.config == CorrectorConfig.from_pretrained(loading.DEFAULT_MODEL).replace(mode="speculative")  # tuned
     assert spec.max_edit_words > 0 and "max_edit_words" not in spec.t5.config.to_dict()
     assert spec.spelling and spec.rounds == 1  # on FCE dev: spelling +9.9 F0.5, a second round -0.2

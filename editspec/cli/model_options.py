@@ -25,8 +25,9 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1, ... (default: cuda if available)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: editspec.threads)")
     p.add_argument("--dtype", default=None,
-                   help="compute type: float32 (default) or bfloat16 (the shipped weights are bfloat16 "
-                        "on disk; speculative output is the T5's greedy output in the same type)")
+                   help="compute type: float32 or bfloat16 (default: bfloat16 on a CPU with bf16 units, "
+                        "avx512_bf16 or amx_bf16, else float32; speculative output is the T5's greedy "
+                        "output in the same type)")
     p.add_argument("--quantize", choices=QUANTIZATIONS, default=None,
                    help="int8: the linears in int8 (CPU only, float32); faster on long inputs and large "
                         "batches, but a sentence's output can change with the batch, and speculative output "

@@ -6,6 +6,8 @@ The flags become the plain arguments of ``editspec.profiling.run.profile``::
     wrote runs/prof/report.json, runs/prof/report.md and plots
     editspec profile --data dev.m2 --limit 500 --modes t5 speculative ct2-greedy ct2-int8 --pipeline \
         --batch-size 16 --threads 1 --out runs/prof     # against CTranslate2, and where correct's time goes
+    editspec profile --data dev.m2 --limit 500 --seed 0 --modes none --end-to-end --batch-size 32 \
+        --threads 2 --out runs/e2e                      # correct's whole path vs --mode t5 and CTranslate2
 
 ``--modes`` and ``--gamma`` are checked before torch loads, so a bad one fails at once with one
 line; the profiling modules (torch, transformers, matplotlib) load only when the command runs.
@@ -44,6 +46,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="also time editspec correct's whole path step by step (segmenting, spelling, "
                         "tokenizing, encoder, decoder passes, drafting, guard, rescoring, rounds, rendering) "
                         "on the sentences as lines, with the bundle's settings and --batch-size")
+    p.add_argument("--end-to-end", action="store_true",
+                   help="also time editspec correct's path on the sentences as lines (the bundle's mode and "
+                        "settings, --batch-size) against the same with --mode t5 and against CTranslate2's "
+                        "bare fp32 greedy decoding of the same lines, taking turns 3 times")
     p.add_argument("--trace", action="store_true",
                    help="write a torch.profiler chrome trace of one batch per mode (trace-MODE.json)")
     p.add_argument("--t5-draft", default=None,
@@ -86,7 +92,7 @@ def run_profile(args: argparse.Namespace) -> int:
             t5=args.t5, t5_draft=args.t5_draft, device=args.device, threads=args.threads,
             batch_size=args.batch_size, limit=args.limit, seed=args.seed, warmup=args.warmup, gamma=gamma,
             prompt_lookup_tokens=args.prompt_lookup_tokens, dtype=args.dtype, quantize=args.quantize,
-            trace=args.trace, pipeline=args.pipeline, ct2_cache=args.ct2_cache,
+            trace=args.trace, pipeline=args.pipeline, end_to_end=args.end_to_end, ct2_cache=args.ct2_cache,
             options=options, progress=sys.stderr.isatty())
     out = Path(args.out)
     print(f"wrote {out / 'report.json'}, {out / 'report.md'} and plots", file=sys.stderr)

@@ -22,11 +22,10 @@ from transformers import PreTrainedTokenizerBase, T5ForConditionalGeneration
 from transformers.generation.logits_process import TemperatureLogitsWarper, TopPLogitsWarper
 from transformers.models.t5.modeling_t5 import T5Block
 
-from editspec.errors import EditspecError
 from editspec.data.features import label_log_probs
+from editspec.errors import EditspecError
+from editspec.modeling.precision import resolve_dtype
 
-DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
-          "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
 # the keyword of the key/value cache in T5's forward methods: transformers 5.24 renamed it from
 # past_key_values (which now warns on every call, and goes in 5.40) to cache
 CACHE_ARG = "cache" if "cache" in inspect.signature(T5Block.forward).parameters else "past_key_values"
@@ -43,16 +42,13 @@ def load_t5(
     """A T5 checkpoint (directory with its own tokenizer, or hub id) in eval mode, and its tokenizer."""
     from editspec.tokenization.tokens import load_tokenizer
 
-    if isinstance(dtype, str):
-        if dtype not in DTYPES:
-            raise EditspecError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
-        dtype = DTYPES[dtype]
+    dtype = torch.float32 if dtype is None else resolve_dtype(dtype)
     if os.path.exists(path) and not os.path.isfile(os.path.join(path, "config.json")):
         raise EditspecError(f"{path} is not a model directory (no config.json)")
     try:
-        # fp32 unless asked: shipped weights are bf16 to stay small, and CPUs without bf16
-        # units compute fp32 faster
-        model = T5ForConditionalGeneration.from_pretrained(str(path), dtype=dtype or torch.float32)
+        # fp32 unless asked (``Corrector`` asks for ``precision.default_dtype``): shipped weights
+        # are bf16 to stay small, and CPUs without bf16 units compute fp32 faster
+        model = T5ForConditionalGeneration.from_pretrained(str(path), dtype=dtype)
     except Exception as e:  # missing/corrupt weights, wrong architecture, hub unreachable
         raise EditspecError(f"cannot load a T5 model from {path}: {str(e).splitlines()[0]}") from e
     tok = load_tokenizer(path)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from editspec.profiling import pipeline
+from editspec.profiling import end_to_end, pipeline
 from editspec.profiling.plots import plots
 from editspec.profiling.stats import median
 
@@ -189,6 +189,8 @@ def markdown(report: dict) -> str:
             lines.append("")
     if report.get("pipeline"):
         lines += pipeline.markdown(report["pipeline"])
+    if report.get("end_to_end"):
+        lines += end_to_end.markdown(report["end_to_end"])
     arch = report.get("architectures") or {}
     if arch:
         lines += [

@@ -25,10 +25,12 @@ from editspec.corrector import Corrector
 from editspec.errors import EditspecError
 from editspec.modeling.loading import DEFAULT_MODEL, quiet_transformers, resolve_device, resolve_models
 from editspec.modeling import quantization
+from editspec.modeling.precision import dtype_name, resolve_dtype
 from editspec.modeling.t5 import load_t5
 from editspec.profiling import ct2 as ct2_peer
 from editspec.profiling.architectures import known, profile_architectures
 from editspec.profiling.data import read_data
+from editspec.profiling.end_to_end import end_to_end as whole_path
 from editspec.profiling.modes import CT2, NEEDS, check_modes
 from editspec.profiling.pipeline import profile_pipeline
 from editspec.profiling.profiler import Profiler, profile_modes
@@ -36,8 +38,6 @@ from editspec.profiling.report import write_report
 from editspec.profiling.side_steps import time_rescoring, time_spelling
 from editspec.tokenization.tokens import load_tokenizer
 
-DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16,
-          "float16": torch.float16}
 
 
 def device_name(device: torch.device) -> str:
@@ -79,33 +79,33 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
             threads: int | None = None, batch_size: int = 1, limit: int | None = 100,
             seed: int | None = None, warmup: int = 5, gamma: int | str = "auto",
             prompt_lookup_tokens: int = 10, dtype: str | None = None, quantize: str | None = None,
-            trace: bool = False, pipeline: bool = False, ct2_cache: str | os.PathLike | None = None,
+            trace: bool = False, pipeline: bool = False, end_to_end: bool = False, ct2_cache: str | os.PathLike | None = None,
             options: dict | None = None, progress: bool = False) -> dict:
     """Profile ``modes`` (and with ``architectures`` the random architectures) on the sentences
     of ``data``; write the report into ``out`` and return it. ``gamma``: the speculative modes'
     draft window: "auto" (the decoding core's, from measured pass costs), a fixed number of
-    tokens, or "all" (the whole remaining draft, up to 48); ``dtype``: a name of ``DTYPES`` (None: float32, as ``editspec correct``);
+    tokens, or "all" (the whole remaining draft, up to 48); ``dtype``: a name of
+    ``precision.DTYPES`` (None: ``precision.default_dtype``, as ``editspec correct``);
     ``quantize``: "int8" (``editspec.modeling.quantization``), every model timed quantized;
     ``pipeline``: also time ``editspec correct``'s whole path step by step
-    (``editspec.profiling.pipeline``), the sentences as lines; ``ct2_cache``: where the
+    (``editspec.profiling.pipeline``), the sentences as lines; ``end_to_end``: that path against
+    ``--mode t5`` and CTranslate2's bare greedy decoding, in turns (``editspec.profiling.end_to_end``); ``ct2_cache``: where the
     CTranslate2 conversion of the T5 is kept (default ``editspec.cache``'s ``ct2/``); ``options``: recorded as given (the CLI's flags)."""
     modes = check_modes(modes)
     if batch_size < 1:
         raise EditspecError("batch size must be at least 1")
     if warmup < 0:
         raise EditspecError("--warmup must be 0 or more")
-    if dtype is not None and dtype not in DTYPES:
-        raise EditspecError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
-    torch_dtype = DTYPES[dtype] if dtype is not None else None
     use_architectures = architectures is True or isinstance(architectures, (list, tuple))  # [] : the defaults
-    if not modes and not use_architectures and not pipeline:
-        raise EditspecError("nothing to profile: give --modes, --architectures or --pipeline")
+    if not modes and not use_architectures and not pipeline and not end_to_end:
+        raise EditspecError("nothing to profile: give --modes, --architectures, --pipeline or --end-to-end")
     sources, targets = read_data(data, limit, seed)
     if use_architectures and targets is None:
         raise EditspecError("--architectures forces decoder steps from gold targets: give an M2 file or "
                             "source<TAB>target lines")
     torch.set_num_threads(threads or torch.get_num_threads())  # fixed for the whole run
     dev = resolve_device(device)
+    torch_dtype = resolve_dtype(dtype, dev, quantize)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise EditspecError(f"--out {out} is not a directory")
@@ -113,7 +113,7 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
     report: dict = {
         "device": device_name(dev), "threads": torch.get_num_threads(), "sentences": 0,
         "batch_size": batch_size, "torch": torch.__version__, "transformers": transformers.__version__,
-        "dtype": dtype or "float32", "quantize": quantize,
+        "dtype": dtype_name(torch_dtype), "quantize": quantize,
         "data": str(data), "limit": limit, "seed": seed,
         "warmup": warmup, "gamma": gamma, "prompt_lookup_tokens": prompt_lookup_tokens,
         "skipped_long": 0, "options": dict(options or {}), "modes": {}, "architectures": {},
@@ -122,20 +122,16 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
     tokenizer = None
     with quiet_transformers():
         if modes:
-            corrector = Corrector.from_pretrained(model, edit5=edit5, t5=t5, device=dev)
+            corrector = Corrector.from_pretrained(model, edit5=edit5, t5=t5, device=dev, dtype=torch_dtype)
             small = None
             draft_dir = t5_draft
             if draft_dir is None:
                 root = Path(model) if model else DEFAULT_MODEL
                 draft_dir = root / "t5-draft" if (root / "t5-draft" / "config.json").is_file() else None
             if draft_dir is not None and any(NEEDS[m][-1] == "t5-draft" for m in modes):
-                small, small_tok = load_t5(draft_dir, device=dev)
+                small, small_tok = load_t5(draft_dir, device=dev, dtype=torch_dtype)
                 if corrector.t5_tokenizer is not None and small_tok.get_vocab() != corrector.t5_tokenizer.get_vocab():
                     raise EditspecError(f"the small T5 at {draft_dir} has another tokenizer than the T5")
-            if torch_dtype is not None:
-                for m in (corrector.t5, corrector.edit5, small):
-                    if m is not None:
-                        m.to(torch_dtype)
             if quantize is not None:  # the T5 first: a shared encoder is then quantized once
                 for m in (corrector.t5, corrector.edit5, small):
                     if m is not None:
@@ -156,12 +152,16 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
             if corrector.rescore:
                 report["rescoring"] = time_rescoring(corrector, sources, warmup)
             tokenizer = profiler.tokenizer
-        if pipeline:  # loaded as editspec correct loads it, the load timed
+        if pipeline or end_to_end:  # loaded as editspec correct loads it, the load timed
             start = time.perf_counter()
             corrector = Corrector.from_pretrained(model, edit5=edit5, t5=t5, device=dev, batch_size=batch_size,
-                                                  dtype=dtype, quantize=quantize)
+                                                  dtype=torch_dtype, quantize=quantize)
             load_seconds = time.perf_counter() - start
-            report["pipeline"] = {**profile_pipeline(corrector, sources, warmup), "load_seconds": load_seconds}
+            if pipeline:
+                report["pipeline"] = {**profile_pipeline(corrector, sources, warmup), "load_seconds": load_seconds}
+            if end_to_end:
+                peer, peer_why = load_ct2(corrector.paths.get("t5"), dev, ct2_cache)
+                report["end_to_end"] = whole_path(corrector, sources, peer, peer_why, warmup=warmup)
             report["sentences"] = report["sentences"] or len(sources)
         if use_architectures:
             if tokenizer is None:

@@ -1,12 +1,14 @@
 """editspec/profiling/pipeline.py: editspec correct's path timed step by step, outputs unchanged."""
 
 import json
+import sys
 
 import pytest
 
 from editspec import cli
 from editspec.corrector import Corrector
 from editspec.decoding import core
+from editspec.profiling.end_to_end import t5_twin
 from editspec.profiling.pipeline import profile_pipeline
 from editspec.timing import OFF
 from tests.helpers import sentences
@@ -39,3 +41,34 @@ def test_timed_output_is_untimed_output(bundle):
     assert corrector.correct(lines) == plain
     assert p["steps"]["rescore"]["ms"] > 0 and p["rounds"] == 3
     assert p["later_rounds_ms"] == pytest.approx(sum(s["later_rounds_ms"] for s in p["steps"].values()))
+
+
+def test_end_to_end_report(bundle, dev_m2, tmp_path, monkeypatch):
+    """--end-to-end: the default path, --mode t5 and CTranslate2 take turns; every way is timed
+    each turn and the ratios are the medians' (without ctranslate2, a note instead of its row)."""
+    out = tmp_path / "report"
+    rc = cli.main(["profile", "--data", str(dev_m2), "--model", str(bundle), "--out", str(out), "--limit", "5",
+                   "--warmup", "1", "--threads", "1", "--device", "cpu", "--modes", "none", "--end-to-end",
+                   "--batch-size", "2", "--ct2-cache", str(tmp_path / "ct2")])
+    assert rc == 0
+    e = json.loads((out / "report.json").read_text())["end_to_end"]
+    ways = ["default", "t5"] + (["ct2-greedy"] if "ct2_unavailable" not in e else [])
+    assert e["lines"] == 5 and e["mode"] == "speculative" and e["batch_size"] == 2 and e["repeats"] == 3
+    assert list(e["runs"]) == ways and all(len(r) == 3 and min(r) > 0 for r in e["runs"].values())
+    assert e["speedup_vs_t5"] == pytest.approx(e["seconds"]["t5"] / e["seconds"]["default"])
+    assert "## End to end" in (out / "report.md").read_text()
+    monkeypatch.setitem(sys.modules, "ctranslate2", None)  # import fails as if not installed
+    rc = cli.main(["profile", "--data", str(dev_m2), "--model", str(bundle), "--out", str(out), "--limit", "2",
+                   "--warmup", "0", "--threads", "1", "--device", "cpu", "--modes", "none", "--end-to-end"])
+    e = json.loads((out / "report.json").read_text())["end_to_end"]
+    assert rc == 0 and list(e["runs"]) == ["default", "t5"] and "pip install" in e["ct2_unavailable"]
+
+
+def test_the_t5_twin_is_t5_mode(bundle):
+    """end_to_end's t5 way is the corrector's own --mode t5, on the same models and settings."""
+    corrector = Corrector.from_pretrained(bundle, device="cpu", rescore=True, batch_size=2)
+    twin = t5_twin(corrector)
+    lines = sentences(12, seed=5)
+    assert twin.mode == "t5" and twin.t5 is corrector.t5 and twin.config == corrector.config.replace(mode="t5")
+    assert twin.correct(lines) == Corrector.from_pretrained(bundle, device="cpu", mode="t5", rescore=True,
+                                                            batch_size=2).correct(lines)

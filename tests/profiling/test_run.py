@@ -24,10 +24,13 @@ TINY_ARCHITECTURES = {
 
 def test_profile_report(bundle, dev_m2, tmp_path):
     out = tmp_path / "report"
+    # float32: transformers' generate (hf-greedy) equals our core's greedy there; in bf16 their
+    # attention kernels round differently
     rc = cli.main(["profile", "--data", str(dev_m2), "--model", str(bundle), "--out", str(out), "--limit", "5",
-                   "--warmup", "1", "--threads", "1", "--device", "cpu"])
+                   "--warmup", "1", "--threads", "1", "--device", "cpu", "--dtype", "float32"])
     assert rc == 0
     report = json.loads((out / "report.json").read_text())
+    assert report["dtype"] == "float32"
     for key in ("device", "threads", "sentences", "batch_size", "torch", "transformers", "modes", "architectures"):
         assert key in report
     assert report["threads"] == 1 and report["batch_size"] == 1 and report["sentences"] == 5
@@ -85,7 +88,7 @@ def test_batches_and_refusals(bundle, dev_m2, tmp_path, monkeypatch):
     out = tmp_path / "report"
     rc = cli.main(["profile", "--data", str(dev_m2), "--model", str(bundle), "--out", str(out), "--limit", "5",
                    "--warmup", "0", "--batch-size", "2", "--device", "cpu", "--architectures", "--trace",
-                   "--modes", "speculative", "hf-assisted", "hf-prompt-lookup", "hf-greedy"])
+                   "--dtype", "float32", "--modes", "speculative", "hf-assisted", "hf-prompt-lookup", "hf-greedy"])
     assert rc == 0
     report = json.loads((out / "report.json").read_text())
     modes = report["modes"]
