@@ -22,13 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from editspec.errors import EditspecError
+from editspec.modes import CORRECTOR
 
 CONFIG_NAME = "corrector_config.json"
-MODES = ("edit5", "t5", "speculative")
-# The models each mode cannot run without, and those it uses when present (speculative: EdiT5 as a
-# draft candidate beside the source); one home for Corrector and editspec profile.
-NEEDS = {"edit5": ("edit5",), "t5": ("t5",), "speculative": ("t5",)}
-USES = {**NEEDS, "speculative": ("t5", "edit5")}
+MODES = tuple(CORRECTOR)  # their models: ``editspec.modes``; how they run: ``editspec.decoding.modes``
 QUANTIZATIONS = ("int8",)  # --quantize (editspec.modeling.quantization)
 
 

@@ -20,6 +20,9 @@ What happens to a line::
                t5           greedy ids -> render_ids (aligned to the source)
                speculative  T5 greedy ids, drafted by EdiT5 or by the source, whichever has
                             cost less on this corrector's sentences -> render_ids
+               (each mode one object, ``editspec.decoding.modes``: the models it needs and uses,
+               its drafter, its batches and each row's output budget; ``editspec profile`` times
+               the same objects)
     guard      a unit whose output rewrites more than ``max_edit_words`` words in one edit
                ("and a lot , but I think that ..." repeated) goes back to the unit as written
     words      with ``spelling`` on, an edit that writes a word no dictionary holds ("beingef")
@@ -48,15 +51,14 @@ from ``training/train.py``, else 128 tokens with EOS, the paper's sequence lengt
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 import torch
 
-from editspec.decoding import core, drafters, rescoring
-from editspec.config import NEEDS, USES, CorrectorConfig
-from editspec.data.features import model_inputs
+from editspec.config import CorrectorConfig
+from editspec.decoding import drafters, rescoring
+from editspec.decoding.modes import MODES, Edit5Mode, T5Mode
 from editspec.errors import EditspecError
 from editspec.modeling import loading, quantization
 from editspec.modeling.loading import (load_edit5, quiet_transformers, resolve_device, resolve_models,
@@ -68,8 +70,7 @@ from editspec.text.diff import Correction, diff
 from editspec.text.guard import guard, keep_unreadable, real_words
 from editspec.text.spelling import load_speller, respell_all
 from editspec.timing import OFF
-from editspec.tokenization.edits import realize_aligned
-from editspec.tokenization.tokens import encode, marker_ids, render, render_ids, unreadable
+from editspec.tokenization.tokens import encode, marker_ids, unreadable
 
 DEFAULT_MAX_LENGTH = 128  # model input tokens with EOS, when the checkpoint does not say
 EDIT5_TYPES = {"edit5"}
@@ -90,7 +91,7 @@ class Corrector:
         CorrectorConfig(mode, max_edit_words, rounds, spelling, rescore, prefix)
         if batch_size < 1:
             raise EditspecError("batch size must be at least 1")
-        need = NEEDS[mode]
+        need = MODES[mode].mode.needs
         have = {"edit5": edit5, "t5": t5}
         missing = [k for k in need if have[k] is None]
         if missing:
@@ -102,8 +103,9 @@ class Corrector:
         self.timings = OFF  # a ``timing.Timings`` to see where the time goes (editspec profile --pipeline)
         self.guarded = 0  # units the guard has kept as written, over this corrector's life
         self.unreal = 0  # units with an edit undone for a made-up word (``real_words``), likewise
-        self.edit5, self.edit5_tokenizer = (edit5, edit5_tokenizer) if "edit5" in USES[mode] else (None, None)
-        self.t5, self.t5_tokenizer = (t5, t5_tokenizer) if "t5" in USES[mode] else (None, None)
+        uses = MODES[mode].mode.uses
+        self.edit5, self.edit5_tokenizer = (edit5, edit5_tokenizer) if "edit5" in uses else (None, None)
+        self.t5, self.t5_tokenizer = (t5, t5_tokenizer) if "t5" in uses else (None, None)
         self.markers = marker_ids(self.edit5_tokenizer) if self.edit5 is not None else []
         # the models' own limits, then the training length (chunks never exceed any of them)
         self.max_ids: list[tuple[object, int]] = []  # (tokenizer, max ids without EOS)
@@ -112,7 +114,7 @@ class Corrector:
         if self.edit5 is not None:
             self.max_ids.append((self.edit5_tokenizer, self._max_ids(max_length, "edit5")))
         # the drafter reads the verifier's ids when both share one vocabulary (the normal case)
-        self.shared_vocab = (self.mode == "speculative" and self.edit5 is not None and
+        self.shared_vocab = (self.t5 is not None and self.edit5 is not None and
                              self.edit5_tokenizer.get_vocab() == self.t5_tokenizer.get_vocab())
         # what each drafter has cost per sentence, measured on this corrector's sentences
         self.draft_costs = drafters.DraftCosts(drafters.CANDIDATES)
@@ -172,7 +174,7 @@ class Corrector:
             prefix=prefix)
         mode = config.mode or ("speculative" if edit5_path and t5_path else "edit5" if edit5_path else "t5")
         paths = {"edit5": edit5_path, "t5": t5_path}
-        for kind in NEEDS[mode]:
+        for kind in MODES[mode].mode.needs:
             if paths[kind] is None:
                 where = model if model is not None else loading.DEFAULT_MODEL
                 raise EditspecError(f"mode {mode} needs {'an EdiT5' if kind == 'edit5' else 'a T5'} "
@@ -180,10 +182,11 @@ class Corrector:
         dev = resolve_device(device)
         dtype = resolve_dtype(dtype, dev, quantize)
         loaded: dict = {}
+        uses = MODES[mode].mode.uses
         with quiet_transformers():
-            if "t5" in USES[mode] and t5_path is not None:
+            if "t5" in uses and t5_path is not None:
                 loaded["t5"], loaded["t5_tokenizer"] = load_t5(t5_path, device=dev, dtype=dtype)
-            if "edit5" in USES[mode] and edit5_path is not None:  # on the T5's encoder, if its heads sit there
+            if "edit5" in uses and edit5_path is not None:  # on the T5's encoder, if its heads sit there
                 loaded["edit5"], loaded["edit5_tokenizer"] = load_edit5(edit5_path, dev, loaded.get("t5"), t5_path)
                 loaded["edit5"].to(dtype)
             if quantize is not None:  # the T5 first: a shared encoder is then quantized once
@@ -308,10 +311,8 @@ class Corrector:
 
         # EdiT5: ``batch_size`` units at a time; T5: all of them through the core's ``batch_size``
         # slots, where a finished unit's slot takes the next waiting one at once
-        chunks = [order[a:a + self.batch_size] for a in range(0, len(order), self.batch_size)] \
-            if self.mode == "edit5" else [order] if order else []
-        for batch in chunks:
-            each = progress is not None and self.mode != "edit5"  # progress as each unit is done
+        for batch in self._mode.batches(order, self.batch_size):
+            each = progress is not None and self._mode.slotted  # progress as each unit is done
             done = (lambda k, batch=batch: progress(len(units[batch[k]]))) if each else None
             rows = [encoded[i] for i in batch]
             for i, text in zip(batch, self._correct_batch(rows, done) if each else self._correct_batch(rows)):
@@ -327,48 +328,24 @@ class Corrector:
                     out[i] = text
         return out
 
-    def _edit5_ids(self, encoded) -> list[list[tuple[int, int | None]]]:
-        """EdiT5's realized output per row: (token, source index or None)."""
-        tok = self.edit5_tokenizer
-        ids, mask = model_inputs([e.ids for e in encoded], tok.eos_token_id, tok.pad_token_id, self.device)
-        longest = ids.shape[1]
-        edits = self.edit5.generate_edits(ids, mask, max_insertion_tokens=max(32, longest + 16))
-        # each row's own limit, as if alone: a row's output never depends on the batch
-        edits = [replace(ed, insertions=ed.insertions[:max(32, len(e.ids) + 17)]) for e, ed in zip(encoded, edits)]
-        return [realize_aligned(e.ids, ed, self.markers, tok.eos_token_id) for e, ed in zip(encoded, edits)]
+    @property
+    def _mode(self) -> Edit5Mode | T5Mode:
+        """How ``self.mode`` runs (``editspec.decoding.modes``)."""
+        return MODES[self.mode]
 
     def _correct_batch(self, encoded, done: Callable[[int], None] | None = None) -> list[str]:
         """The model's output text per unit; ``done(k)`` once unit k is decoded (T5 modes)."""
-        if self.mode == "edit5":
-            with torch.inference_mode(), self.timings("edit5"):
-                pairs = self._edit5_ids(encoded)
-            with self.timings("render"):
-                return [render(self.edit5_tokenizer, e, p) for e, p in zip(encoded, pairs)]
-        tok = self.t5_tokenizer
+        mode = self._mode
         if not encoded:
             return []
-        rows = [e.ids + [tok.eos_token_id] for e in encoded]
-        max_new = [2 * len(r) + 16 for r in rows]  # GEC output is about as long as its input
-        with torch.inference_mode(), self.timings("decode"):  # the model parts inside: see profiling.pipeline
-            drafter = None if self.mode == "t5" else self._drafter(encoded)
-            outputs, _ = core.generate(self.t5, rows, self.batch_size, drafter, max_new_tokens=max_new, done=done)
-        # each row's own limit, as if alone: a row's output never depends on the batch
+        with torch.inference_mode(), self.timings(mode.step):  # the model parts inside: see profiling.pipeline
+            drafter = self._drafter(encoded) if mode.drafts else None
+            outputs, _ = mode.run(self, encoded, self.batch_size, drafter, done)
         with self.timings("render"):
-            return [render_ids(tok, e, out[:2 * len(e.ids) + 18]) for e, out in zip(encoded, outputs)]
+            return mode.render(self, encoded, outputs)
 
     def _drafter(self, encoded) -> drafters.Drafter:
-        """EdiT5's output or the source as the draft, whichever has decoded this corrector's
-        sentences faster (``drafters.Cheapest``), mixed with the output's own earlier n-grams
-        where they match better (a looping row)."""
-        if self.edit5 is None:  # a T5 alone: the source is the draft
-            return drafters.copy_draft()
-        if self.shared_vocab:  # EdiT5 reads T5's input ids; the source is the other candidate
-            return drafters.speculative(self.edit5, self.markers, self.draft_costs, self.t5,
-                                        min(self.batch_size, len(encoded)))
-        # another vocabulary: EdiT5 reads its own ids, and its drafts go text -> T5 ids
-        texts = [e.text for e in encoded]
-        theirs = encode(self.edit5_tokenizer, texts)
-        drafts = [[t for t, _ in pairs] for at in range(0, len(theirs), self.batch_size)
-                  for pairs in self._edit5_ids(theirs[at: at + self.batch_size])]
-        drafts = drafters.retokenize_drafts(drafts, self.edit5_tokenizer, self.t5_tokenizer, sources=texts)
-        return drafters.Mix(drafters.Follow(drafts), drafters.Ngram())
+        """The speculative mode's drafter for ``encoded`` (``SpeculativeMode.drafter``; EdiT5's
+        output or the source, whichever has decoded this corrector's sentences faster); ``editspec
+        profile --pipeline`` times it here."""
+        return self._mode.drafter(self, encoded, self.batch_size)

@@ -19,6 +19,9 @@ Sentences are encoded ``slots`` at a time, ahead of the slots they will take: th
 once per sentence in batches, and a drafter that reads the same encoder (EdiT5's heads sitting
 on the T5's encoder) gets those states (``Drafter.encoded``) instead of encoding again.
 
+Each turn of ``generate``'s loop is four functions: ``refill`` (free slots take waiting
+sentences), ``draft`` (each row's proposal), ``verify`` (the decoder pass, argmax or the
+distributions) and ``accept`` (per row: the tokens kept, the counts, a finished row leaving).
 The draft window's cost model is ``editspec.decoding.window``; the drafters,
 ``editspec.decoding.drafters``.
 """
@@ -81,6 +84,26 @@ def accept_sampled(probs: torch.Tensor, draft: list[int],
     return len(draft), int(torch.multinomial(probs[len(draft)], 1, generator=generator))
 
 
+@dataclass
+class _Stream:
+    """The loop's state over one ``generate`` call: each sentence's output and budget, which
+    sentence each slot decodes and the token it feeds next, and the sentences still waiting
+    (``staged``: encoded, not yet in a slot)."""
+
+    sources: Sequence[Sequence[int]]
+    budget: list[int]
+    out: list[list[int]]
+    stats: SpecStats
+    waiting: deque
+    sentence: list[int | None]
+    pending: list[int]
+    staged: tuple[list[int], torch.Tensor | None, torch.Tensor | None] = ([], None, None)
+
+    def rows(self) -> list[int]:
+        """The slots decoding a sentence."""
+        return [s for s in range(len(self.sentence)) if self.sentence[s] is not None]
+
+
 @torch.inference_mode()
 def generate(
     model: T5ForConditionalGeneration, sources: Sequence[Sequence[int]], slots: int = 32,
@@ -90,11 +113,14 @@ def generate(
     done: Callable[[int], None] | None = None,
 ) -> tuple[list[list[int]], SpecStats]:
     """T5's output ids (no start token, no EOS) for each source (ids ending in EOS), greedy or
-    sampled, drafted by ``drafter`` (None: one token per pass), ``slots`` sentences at a time.
+    sampled, drafted by ``drafter`` (None: one token per pass), ``slots`` sentences at a time;
+    sentence i's output is at most ``max_new_tokens`` (or its own ``max_new_tokens[i]``) ids.
 
     ``window``: draft tokens per row and pass, a fixed number or a ``WindowPolicy`` (None: the
     one measured for this model and slot count, see ``editspec.decoding.window``). ``done(i)``
     is called as soon as sentence i is decoded (progress).
+
+    Each pass: ``refill`` the free slots, ``draft``, ``verify`` (the decoder pass), ``accept``.
     """
     n, eos = len(sources), model.config.eos_token_id
     budget = [max_new_tokens] * n if isinstance(max_new_tokens, int) else list(max_new_tokens)
@@ -112,69 +138,93 @@ def generate(
     if not waiting:
         return out, stats
     dec = Decoder(model, slots, max(map(len, sources)), max(budget) + 1)
-    sentence: list[int | None] = [None] * slots  # which sentence each slot decodes
-    pending: list[int] = [dec.start] * slots  # the token each slot feeds next
-    staged: tuple[list[int], torch.Tensor, torch.Tensor] = ([], None, None)  # encoded, not yet admitted
-
+    st = _Stream(sources, budget, out, stats, waiting, [None] * slots, [dec.start] * slots)
     while True:
-        free = [s for s in range(slots) if sentence[s] is None]
-        while free and (staged[0] or waiting):  # finished rows leave; waiting sentences take their slots
-            if not staged[0]:  # encode the next ``slots`` sentences in one batch
-                new = [waiting.popleft() for _ in range(min(slots, len(waiting)))]
-                ids, mask, hidden = dec.encode([list(sources[i]) for i in new])
-                if drafter is not None:
-                    drafter.encoded(new, ids, mask, hidden, model.encoder)
-                staged = (new, mask, hidden)
-            new, mask, hidden = staged
-            k = min(len(free), len(new))
-            dec.admit(free[:k], mask[:k], hidden[:k])
-            for s, i in zip(free[:k], new[:k]):
-                sentence[s], pending[s] = i, dec.start
-            staged, free = (new[k:], mask[k:], hidden[k:]), free[k:]
-        rows = [s for s in range(slots) if sentence[s] is not None]
+        refill(st, dec, model, drafter)
+        rows = st.rows()
         if not rows:
             return out, stats
-        # draft: at most the row's budget, cut after a drafted EOS
-        gamma = window.size(len(rows)) if drafter is not None else 0
-        drafts = []
-        for s in rows:
-            i = sentence[s]
-            room = max(0, min(gamma, budget[i] - len(out[i]) - 1))
-            # every pass asks, even for 0 tokens: a drafter may count passes (``Cheapest``)
-            d = list(drafter.propose(i, out[i], room))[:room] if drafter is not None else []
-            drafts.append(d[: d.index(eos) + 1] if eos in d else d)
-        logits = dec.forward(rows, [[pending[s]] + d for s, d in zip(rows, drafts)])  # [T, vocab]
+        drafts = draft(st, rows, drafter, window, eos)
+        choices = verify(dec, rows, [[st.pending[s]] + d for s, d in zip(rows, drafts)], do_sample,
+                         temperature, top_p)
         stats.passes += 1
-        if do_sample:
-            probs = t5.token_probs(logits, temperature, top_p)
-        else:
-            preds = logits.argmax(-1).tolist()
-        at = 0
-        for s, draft in zip(rows, drafts):
-            i, seg = sentence[s], slice(at, at + len(draft) + 1)  # predictions for draft + 1
-            at += len(draft) + 1
-            if do_sample:
-                k, own = accept_sampled(probs[seg], draft, generator)
-            else:
-                k = next((j for j, (a, b) in enumerate(zip(draft, preds[seg])) if a != b), len(draft))
-                own = preds[seg][k]
-            new = draft[:k] if eos in draft[:k] else draft[:k] + [own]
-            dec.length[s] += 1 + k  # the pending token and the accepted draft are cached now
-            pending[s] = own
-            stats.proposed[i] += len(draft)
-            stats.accepted[i] += k
-            stats.row_passes[i] += 1
-            stats.tokens[i] += len(new)
-            out[i] += [t for t in new if t != eos]
+        accept(st, dec, rows, drafts, choices, drafter, window, eos, generator, done)
+
+
+def refill(st: _Stream, dec: Decoder, model: T5ForConditionalGeneration, drafter: Drafter | None) -> None:
+    """Free slots (their sentence ended) take waiting sentences, encoded ``slots`` at a time in
+    one batch ahead of the slots they will take (the drafter sees each batch's encoder states)."""
+    free = [s for s in range(len(st.sentence)) if st.sentence[s] is None]
+    while free and (st.staged[0] or st.waiting):
+        if not st.staged[0]:  # encode the next ``slots`` sentences in one batch
+            new = [st.waiting.popleft() for _ in range(min(len(st.sentence), len(st.waiting)))]
+            ids, mask, hidden = dec.encode([list(st.sources[i]) for i in new])
             if drafter is not None:
-                stats.windows.append((len(draft), k))
-                window.update(k, len(draft))
-            if new[-1] == eos or len(out[i]) >= budget[i]:
-                sentence[s] = None
-                if drafter is not None:
-                    drafter.finish(i, out[i])
-                if done is not None:
-                    done(i)
+                drafter.encoded(new, ids, mask, hidden, model.encoder)
+            st.staged = (new, mask, hidden)
+        new, mask, hidden = st.staged
+        k = min(len(free), len(new))
+        dec.admit(free[:k], mask[:k], hidden[:k])
+        for s, i in zip(free[:k], new[:k]):
+            st.sentence[s], st.pending[s] = i, dec.start
+        st.staged, free = (new[k:], mask[k:], hidden[k:]), free[k:]
+
+
+def draft(st: _Stream, rows: list[int], drafter: Drafter | None, window: WindowPolicy | None,
+          eos: int) -> list[list[int]]:
+    """Each row's draft: at most the window and what is left of the row's budget, cut after a
+    drafted EOS."""
+    gamma = window.size(len(rows)) if drafter is not None else 0
+    drafts = []
+    for s in rows:
+        i = st.sentence[s]
+        room = max(0, min(gamma, st.budget[i] - len(st.out[i]) - 1))
+        # every pass asks, even for 0 tokens: a drafter may count passes (``Cheapest``)
+        d = list(drafter.propose(i, st.out[i], room))[:room] if drafter is not None else []
+        drafts.append(d[: d.index(eos) + 1] if eos in d else d)
+    return drafts
+
+
+def verify(dec: Decoder, rows: list[int], feeds: list[list[int]], do_sample: bool, temperature: float,
+           top_p: float) -> torch.Tensor | list[int]:
+    """One decoder pass over the rows' feeds (pending token + draft): the model's choice after
+    each fed token (greedy: argmax ids; sampling: the distributions, ``t5.token_probs``)."""
+    logits = dec.forward(rows, feeds)  # [T, vocab]
+    return t5.token_probs(logits, temperature, top_p) if do_sample else logits.argmax(-1).tolist()
+
+
+def accept(st: _Stream, dec: Decoder, rows: list[int], drafts: list[list[int]], choices: torch.Tensor | list[int],
+           drafter: Drafter | None, window: WindowPolicy | None, eos: int, generator: torch.Generator | None,
+           done: Callable[[int], None] | None) -> None:
+    """Per row: the draft's longest prefix the verifier agrees with (sampling: Leviathan et al.'s
+    rule) plus its own next token; the cache, the counts and the output grow by them, and a row
+    that ends (EOS or its budget) frees its slot."""
+    at = 0
+    for s, d in zip(rows, drafts):
+        i, seg = st.sentence[s], slice(at, at + len(d) + 1)  # predictions for draft + 1
+        at += len(d) + 1
+        if isinstance(choices, torch.Tensor):
+            k, own = accept_sampled(choices[seg], d, generator)
+        else:
+            k = next((j for j, (a, b) in enumerate(zip(d, choices[seg])) if a != b), len(d))
+            own = choices[seg][k]
+        new = d[:k] if eos in d[:k] else d[:k] + [own]
+        dec.length[s] += 1 + k  # the pending token and the accepted draft are cached now
+        st.pending[s] = own
+        st.stats.proposed[i] += len(d)
+        st.stats.accepted[i] += k
+        st.stats.row_passes[i] += 1
+        st.stats.tokens[i] += len(new)
+        st.out[i] += [t for t in new if t != eos]
+        if drafter is not None:
+            st.stats.windows.append((len(d), k))
+            window.update(k, len(d))
+        if new[-1] == eos or len(st.out[i]) >= st.budget[i]:
+            st.sentence[s] = None
+            if drafter is not None:
+                drafter.finish(i, st.out[i])
+            if done is not None:
+                done(i)
 
 
 def inputs(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> list[list[int]]:

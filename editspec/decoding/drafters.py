@@ -30,6 +30,8 @@ from typing import Callable, Sequence
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from editspec.decoding.budgets import insertion_budget
+from editspec.decoding.edit5 import edits
 from editspec.decoding.window import WindowPolicy
 from editspec.errors import EditspecError
 from editspec.tokenization.edits import realize
@@ -160,10 +162,10 @@ class EdiT5(Follow):
 
     def encoded(self, indices, input_ids, attention_mask, hidden, encoder):
         states = hidden if encoder is self.model.encoder else None  # else EdiT5 encodes itself
-        limit = self.max_insertion_tokens or max(32, input_ids.shape[1] + 16)
-        edits = self.model.generate_edits(input_ids, attention_mask, max_insertion_tokens=limit,
-                                          encoder_hidden_states=states)
-        for i, e in zip(indices, edits):
+        # one budget for the batch, from its widest row: a draft only changes how fast T5 decodes
+        limit = self.max_insertion_tokens or insertion_budget(input_ids.shape[1])
+        found = edits(self.model, input_ids, attention_mask, [limit] * len(indices), encoder_hidden_states=states)
+        for i, e in zip(indices, found):
             self.drafts[i] = realize(self.sources[i], e, self.markers, self.eos)
 
     def finish(self, index, output):

@@ -8,6 +8,7 @@ The modules follow one run:
 
     modes.py          the modes (the corrector's, our other drafters, transformers' peers) and
                       the models each needs
+    timed.py          how each mode runs and is timed (the corrector's modes: their own objects)
     data.py           the sentences (M2, source<TAB>target or plain lines) and their batches
     clock.py          stamps at module boundaries (hooks, CUDA events), and a ``Sample``
     drafters.py       ``TimedDrafter``: a drafter timed, its accepted draft tokens counted per pass

@@ -14,7 +14,8 @@ a run that is interrupted leaves nothing half-written. It is converted from the 
 
 ``CT2Peer.translate`` decodes rows of input ids (EOS included) with ``translate_batch``:
 ``beam_size=1`` (greedy), ``min_decoding_length=0`` (EOS may come first, as in our greedy
-decoding), ``max_decoding_length`` = the batch's ``max_new`` as our core gets it, no scores. Ids
+decoding), ``max_decoding_length`` = ``max_new``, no scores (``profiling.timed`` passes the batch's
+largest row budget and cuts each row to its own, as our core's budgets are). Ids
 become CTranslate2's string tokens and back through the converted model's own vocabulary.
 
 ``ctranslate2`` is an optional extra (``pip install editspec[peers]``): it is imported only here,

@@ -22,6 +22,7 @@ import time
 from typing import Callable, Sequence
 
 from editspec.corrector import Corrector
+from editspec.decoding.budgets import output_budget
 from editspec.profiling.data import batches
 from editspec.tokenization.tokens import encode
 
@@ -36,14 +37,14 @@ def t5_twin(corrector: Corrector) -> Corrector:
 
 def ct2_decoding(corrector: Corrector, peer, lines: Sequence[str]) -> Callable[[], object]:
     """CTranslate2's fp32 greedy decoding of ``lines`` as T5 ids, batch by batch as the profile's
-    ``ct2-greedy`` mode gets them (longest first; each batch's budget from its widest row with EOS)."""
+    ``ct2-greedy`` mode gets them (longest first; each batch to its longest row's budget)."""
     tok = corrector.t5_tokenizer
     rows = [e.ids + [tok.eos_token_id] for e in encode(tok, [corrector.prefix + line for line in lines])]
     order = sorted((i for i, r in enumerate(rows) if len(r) > 1), key=lambda i: -len(rows[i]))
     groups = [[rows[i] for i in b] for b in batches(order, corrector.batch_size)]
 
     def run() -> list:
-        return [peer.translate("ct2-greedy", g, 2 * max(map(len, g)) + 16) for g in groups]
+        return [peer.translate("ct2-greedy", g, max(output_budget(len(r)) for r in g)) for g in groups]
 
     return run
 

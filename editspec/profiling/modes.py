@@ -1,8 +1,8 @@
 """The modes ``editspec profile`` times, and the models each one needs.
 
-The corrector's own modes (``editspec.config.MODES``: edit5, t5, speculative) come first, T5
-leading as the reference every other mode is compared with; then our other drafters and the
-transformers peers::
+The corrector's own modes (``editspec.modes``: edit5, t5, speculative, the same objects) come
+first, T5 leading as the reference every other mode is compared with; then our other drafters
+and the peers::
 
     t5                   T5 greedy on our decoding core (``editspec.decoding.core``): the reference
     edit5                EdiT5 alone: tags, pointers, insertions
@@ -20,28 +20,32 @@ transformers peers::
     ct2-int8             ... int8 compute
 
 ``NEEDS["hf-assisted"] == ("t5", "t5-draft")``: a mode is skipped, with a note, when a model
-it needs is missing. This module imports no torch, so the CLI can check ``--modes`` at once.
+it needs is missing. How each runs and is timed: ``editspec.profiling.timed`` (one object per
+mode here). This module imports no torch, so the CLI can check ``--modes`` at once.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from editspec.config import MODES as CORRECTOR_MODES, NEEDS as CORRECTOR_NEEDS
 from editspec.errors import EditspecError
+from editspec.modes import CORRECTOR, T5, Mode
 
-REFERENCE = "t5"
-SPECULATIVE = ("speculative", "speculative-edit5", "speculative-copy", "speculative-perfect")
-PEERS = ("hf-greedy", "hf-assisted", "hf-prompt-lookup")  # transformers' generate
-CT2 = ("ct2-greedy", "ct2-int8")  # CTranslate2's translate_batch
-CT2_REFERENCE = "ct2-greedy"  # the peer the speculative mode's speedup is also given against
-MODES = (REFERENCE, *(m for m in CORRECTOR_MODES if m != REFERENCE),
-         *(m for m in SPECULATIVE if m not in CORRECTOR_MODES), *PEERS, *CT2)
-NEEDS = {**CORRECTOR_NEEDS, "speculative-edit5": ("t5", "edit5"),  # the corrector's modes need what Corrector's do
-         "speculative-copy": ("t5",), "speculative-perfect": ("t5",), "hf-greedy": ("t5",),
-         "hf-assisted": ("t5", "t5-draft"), "hf-prompt-lookup": ("t5",), "ct2-greedy": ("t5",),
-         "ct2-int8": ("t5",)}
-BATCH_ONE = ("hf-assisted", "hf-prompt-lookup")  # transformers: assisted generation, batch 1 only
+SPECULATIVE_EDIT5 = Mode("speculative-edit5", ("t5", "edit5"))
+SPECULATIVE_COPY = Mode("speculative-copy", ("t5",))
+SPECULATIVE_PERFECT = Mode("speculative-perfect", ("t5",))
+HF_GREEDY = Mode("hf-greedy", ("t5",))  # transformers' generate
+HF_ASSISTED = Mode("hf-assisted", ("t5", "t5-draft"))
+HF_PROMPT_LOOKUP = Mode("hf-prompt-lookup", ("t5",))
+CT2_GREEDY = Mode("ct2-greedy", ("t5",))  # CTranslate2's translate_batch
+CT2_INT8 = Mode("ct2-int8", ("t5",))
+
+REFERENCE = T5.name
+CT2_REFERENCE = CT2_GREEDY.name  # the peer the speculative mode's speedup is also given against
+ALL = (T5, *(m for m in CORRECTOR.values() if m is not T5), SPECULATIVE_EDIT5,
+       SPECULATIVE_COPY, SPECULATIVE_PERFECT, HF_GREEDY, HF_ASSISTED, HF_PROMPT_LOOKUP, CT2_GREEDY, CT2_INT8)
+MODES = tuple(m.name for m in ALL)
+NEEDS = {m.name: m.needs for m in ALL}
 
 
 def check_modes(modes: Sequence[str]) -> list[str]:

@@ -18,11 +18,14 @@ and then each other mode, so that a change in machine load hits all of them alik
 For example, a speculative sample of 3 verifier passes is latency = encoder + (pass 1 + pass 2 +
 pass 3) + draft (EdiT5 once, lookups before each pass) + other.
 
-Our T5 modes run on the decoding core (``editspec.decoding.core``): ``t5`` its greedy decoding,
-``speculative`` the cheaper, as measured, of EdiT5's draft and the source, mixed with the
-output's own n-grams (as ``Corrector``), ``speculative-edit5`` EdiT5's draft and
-``speculative-copy`` the source, each mixed with the n-grams, ``speculative-perfect`` T5's own greedy
-output; a batch's sentences fill the core's slots (batch size 1: one slot). The decoding code is
+Each mode is one object of ``editspec.profiling.timed`` (``TIMED``), which says what to hook and
+how to decode. Our T5 modes run on the decoding core (``editspec.decoding.core``): ``t5`` and
+``speculative`` are the corrector's own mode objects (``editspec.decoding.modes``: the same
+drafter, the cheaper, as measured, of EdiT5's draft and the source, each mixed with the output's
+own n-grams), ``speculative-edit5`` EdiT5's draft and ``speculative-copy`` the source, each mixed
+with the n-grams, ``speculative-perfect`` T5's own greedy output; a batch's sentences fill the
+core's slots (batch size 1: one slot), each with its own output budget, as in ``Corrector``
+(``editspec.decoding.budgets``: a short row beside a long one decodes as alone). The decoding code is
 not changed to be timed (``editspec.profiling.clock``): forward hooks on ``model.encoder``, a
 wrapper around ``core.Decoder.forward`` (one call per pass), forward hooks on the T5 model for
 ``generate`` (one call per step), a pre-hook on the first block of EdiT5's insertion decoder (a
@@ -37,7 +40,6 @@ is compared with T5's greedy output of the same batch (``identical_to_t5``).
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -45,36 +47,19 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 from tqdm import tqdm
 
-from editspec.decoding import core, drafters
-from editspec.decoding.window import WindowPolicy
+from editspec.data.features import model_inputs
+from editspec.decoding import drafters
 from editspec.errors import EditspecError
 from editspec.profiling.clock import Clock, Recorder, Sample
-from editspec.data.features import model_inputs
 from editspec.profiling.data import batches
-from editspec.profiling.drafters import TimedDrafter
-from editspec.profiling.modes import BATCH_ONE, CT2, CT2_REFERENCE, MODES, NEEDS, PEERS, REFERENCE, SPECULATIVE
+from editspec.profiling.modes import CT2_REFERENCE, MODES, NEEDS, REFERENCE
 from editspec.profiling.stats import median, summarize, summary
-from editspec.tokenization.edits import realize
-from editspec.tokenization.tokens import encode, marker_ids, render_ids
-
-
-@dataclass
-class Batch:
-    index: list[int]  # sentence numbers
-    encoded: list  # editspec.tokenization.tokens.Encoded per row (T5's tokenizer; EdiT5's when no T5)
-    ids: torch.Tensor
-    mask: torch.Tensor
-    edit5_encoded: list | None = None
-    edit5_ids: torch.Tensor | None = None
-    edit5_mask: torch.Tensor | None = None
-
-    @property
-    def max_new(self) -> int:
-        return 2 * self.ids.shape[1] + 16  # as editspec.corrector: GEC output is about as long as its input
+from editspec.profiling.timed import TIMED, Batch
+from editspec.tokenization.tokens import encode, marker_ids
 
 
 class Profiler:
-    """Loaded models and the mode functions; each mode runs one batch into a ``Sample``."""
+    """Loaded models and settings; each mode (``profiling.timed.TIMED``) runs one batch into a ``Sample``."""
 
     def __init__(self, t5=None, t5_tokenizer=None, edit5=None, edit5_tokenizer=None, small=None,
                  gamma: int | str = "auto", prompt_lookup_tokens: int = 10, ct2=None,
@@ -103,11 +88,7 @@ class Profiler:
         if missing:
             return f"no {' and no '.join(missing)} model" + (
                 " (bundle's t5-draft/ or --t5-draft)" if "t5-draft" in missing else "")
-        if mode in CT2 and self.ct2 is None:
-            return self.ct2_unavailable or "no CTranslate2 conversion of the T5"
-        if mode in ("speculative", "speculative-edit5") and self.edit5 is not None and not self.shared_vocab:
-            return "EdiT5 and T5 use different tokenizers (the profiler's EdiT5 drafter reads T5's ids)"
-        return None
+        return TIMED[mode].unavailable(self)
 
     def make_batch(self, index: list[int], encoded: list, edit5_encoded: list | None) -> Batch:
         tok = self.tokenizer
@@ -128,103 +109,28 @@ class Profiler:
 
     def run(self, mode: str, batch: Batch, reference: list[list[int]] | None = None) -> Sample:
         """``reference``: T5's greedy outputs of the batch (the perfect drafter's drafts)."""
-        rec = Recorder(self.clock)
-        timed = None
-        if mode in SPECULATIVE and self.window is None:  # the window's cost model: measured once, untimed
-            WindowPolicy.measured(self.t5, len(batch.index))
-        if mode == "edit5":
-            rec.time_module(self.edit5.encoder, "encoder")
-            rec.mark_module(self.edit5.decoder.block[0], "step")
-        elif mode in CT2:
-            pass  # one call into CTranslate2's own threads: latency only, no parts
-        else:
-            rec.time_module(self.t5.encoder, "encoder")
-            if mode in PEERS:
-                rec.time_module(self.t5, "step")  # generate: one call of the model per step
-            else:
-                rec.wrap(core.Decoder, "forward", "step")  # the core: one call per pass
-        if mode == "hf-assisted":
-            rec.time_module(self.small.encoder, "draft")
-            rec.wrap(self.small, "generate", "draft")
-        spec = None
+        timed, rec = TIMED[mode], Recorder(self.clock)
+        timed.instrument(self, rec, batch)
         try:
             self.clock.sync()
             start = self.clock.stamp()
-            if mode == "edit5":
-                outputs, end_of_decoder = self._edit5(batch)
-            elif mode in CT2:
-                eos = self.t5_tokenizer.eos_token_id
-                outputs = self.ct2.translate(mode, [e.ids + [eos] for e in batch.encoded], batch.max_new)
-            elif mode in SPECULATIVE:
-                timed = TimedDrafter(self._drafter(mode, batch, reference), rec)
-                outputs, stats = self._speculative(batch, timed)
-            else:
-                outputs = self._t5(mode, batch)
+            decoded = timed.decode(self, batch, reference, rec)
             end = self.clock.stamp()
             self.clock.sync()
         finally:
             rec.close()
-        if timed is not None:
-            spec = stats.totals()
-        if mode == "edit5":
-            steps = rec.steps("step", end_of_decoder)
-            finished = [True] * len(outputs)
-        else:
-            steps = rec.durations("step")
-            finished = [len(o) < batch.max_new for o in outputs]
+        stats = decoded.stats
         return Sample(
-            latency=self.clock.ms(start, end), encoder=rec.total("encoder"), steps=steps,
-            draft=rec.total("draft") if (timed is not None or mode == "hf-assisted") else None,
-            outputs=outputs, finished=finished, passes=stats.windows if timed else [], spec=spec)
-
-    def _edit5(self, batch: Batch):
-        ids = batch.edit5_ids
-        with torch.inference_mode():
-            edits = self.edit5.generate_edits(ids, batch.edit5_mask, max_insertion_tokens=max(32, ids.shape[1] + 16))
-        end_of_decoder = self.clock.stamp()
-        eos = self.edit5_tokenizer.eos_token_id
-        return [realize(e.ids, ed, self.markers, eos) for e, ed in zip(batch.edit5_encoded, edits)], end_of_decoder
-
-    def _drafter(self, mode: str, batch: Batch, reference) -> drafters.Drafter:
-        if mode == "speculative" and self.edit5 is None:  # as Corrector: a T5 alone drafts with the source
-            return drafters.copy_draft()
-        if mode == "speculative":  # as Corrector: the cheaper of the two below, measured
-            return drafters.speculative(self.edit5, self.markers, self.draft_costs, self.t5, len(batch.index))
-        if mode == "speculative-edit5":  # EdiT5's draft, or the output's own n-grams
-            return drafters.Mix(drafters.EdiT5(self.edit5, self.markers), drafters.Ngram())
-        if mode == "speculative-copy":
-            return drafters.copy_draft()
-        return drafters.Follow(reference)  # speculative-perfect
-
-    def _speculative(self, batch: Batch, drafter: drafters.Drafter):
-        return core.generate(self.t5, core.inputs(batch.ids, batch.mask), len(batch.index), drafter,
-                             max_new_tokens=batch.max_new, window=self.window)
-
-    def _t5(self, mode: str, batch: Batch) -> list[list[int]]:
-        """Our greedy T5 on the decoding core (``t5``), or transformers' ``generate`` (the hf-* peers)."""
-        if mode == "t5":
-            return core.greedy(self.t5, batch.ids, batch.mask, max_new_tokens=batch.max_new)
-        extra = {}
-        if mode == "hf-assisted":
-            extra = {"assistant_model": self.small}
-        elif mode == "hf-prompt-lookup":
-            extra = {"prompt_lookup_num_tokens": self.prompt_lookup_tokens}
-        with torch.inference_mode():
-            out = self.t5.generate(input_ids=batch.ids, attention_mask=batch.mask, do_sample=False, num_beams=1,
-                                   max_new_tokens=batch.max_new, **extra)
-        eos = self.t5.config.eos_token_id
-        rows = [row[1:] for row in out.tolist()]  # no start token; cut at EOS (then padding)
-        return [row[: row.index(eos)] if eos in row else row for row in rows]
+            latency=self.clock.ms(start, end), encoder=rec.total("encoder"), steps=timed.steps(rec, decoded),
+            draft=rec.total("draft") if timed.drafted else None, outputs=decoded.outputs,
+            finished=timed.finished(batch, decoded.outputs), passes=stats.windows if stats else [],
+            spec=stats.totals() if stats else None)
 
     def same_as_t5(self, mode: str, batch: Batch, outputs: list[list[int]],
                    reference: list[list[int]]) -> list[bool]:
         """Per row: the output equals T5's greedy output (ids; text when EdiT5 has another
         vocabulary, both rendered by aligning them to the source)."""
-        if mode != "edit5" or self.shared_vocab:
-            return [a == b for a, b in zip(outputs, reference)]
-        mine = [render_ids(self.edit5_tokenizer, e, o) for e, o in zip(batch.edit5_encoded, outputs)]
-        theirs = [render_ids(self.t5_tokenizer, e, o) for e, o in zip(batch.encoded, reference)]
-        return [a == b for a, b in zip(mine, theirs)]
+        return TIMED[mode].same_as_t5(self, batch, outputs, reference)
 
 
 # -- the whole run --
@@ -261,7 +167,7 @@ def profile_modes(profiler: Profiler, sources: list[str], modes: Sequence[str], 
         try:
             sample = profiler.run(mode, batch, reference)
         except ValueError as e:  # transformers refuses assisted generation at batch size > 1
-            if mode in BATCH_ONE and len(batch.index) > 1:
+            if TIMED[mode].batch_one and len(batch.index) > 1:
                 unsupported[mode] = f"transformers refused batch size {len(batch.index)}: {e}"
                 return None
             raise
@@ -303,12 +209,9 @@ def profile_modes(profiler: Profiler, sources: list[str], modes: Sequence[str], 
             report[mode] = {"status": "unsupported", "reason": unsupported[mode]}
         else:
             report[mode] = summarize(samples[mode], same[mode], "trained", t5_latency, t5_step)
-            if mode == "edit5" or mode in CT2:  # its outputs are not what its decoder emits / no passes seen
+            if not TIMED[mode].counts_passes:  # its outputs are not what its decoder emits / no passes seen
                 report[mode].pop("tokens_per_pass", None)
-            if mode == "speculative":  # the drafter it picked, and what each cost a probed sentence
-                costs = profiler.draft_costs
-                report[mode]["drafter"] = costs.names[costs.best]
-                report[mode]["drafter_cost_ms"] = {n: 1e3 * v for n, v in costs.per_sentence().items()}
+            report[mode].update(TIMED[mode].report(profiler))
     ct2 = report.get(CT2_REFERENCE, {})
     if ct2.get("status") == "ok":  # the peer a user would pick: its median latency / each mode's
         for e in (report[m] for m in run_modes if report[m].get("status") == "ok"):

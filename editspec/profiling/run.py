@@ -31,11 +31,12 @@ from editspec.profiling import ct2 as ct2_peer
 from editspec.profiling.architectures import known, profile_architectures
 from editspec.profiling.data import read_data
 from editspec.profiling.end_to_end import end_to_end as whole_path
-from editspec.profiling.modes import CT2, NEEDS, check_modes
+from editspec.profiling.modes import NEEDS, check_modes
 from editspec.profiling.pipeline import profile_pipeline
 from editspec.profiling.profiler import Profiler, profile_modes
 from editspec.profiling.report import write_report
 from editspec.profiling.side_steps import time_rescoring, time_spelling
+from editspec.profiling.timed import CT2, TIMED
 from editspec.tokenization.tokens import load_tokenizer
 
 
@@ -137,7 +138,7 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
                     if m is not None:
                         quantization.quantize(m, quantize)
             peer, peer_why = None, None
-            if any(m in CT2 for m in modes):
+            if any(isinstance(TIMED[m], CT2) for m in modes):
                 peer, peer_why = load_ct2(corrector.paths.get("t5"), dev, ct2_cache)
                 report["ctranslate2"] = peer_why or ct2_version()
             profiler = Profiler(corrector.t5, corrector.t5_tokenizer, corrector.edit5, corrector.edit5_tokenizer,

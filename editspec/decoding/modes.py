@@ -1,0 +1,133 @@
+"""How each mode of ``editspec.modes`` runs: one object per mode, holding that mode's data.
+
+    EDIT5        rows in batches of ``batch_size``: EdiT5's edits, realized (``decoding.edit5``),
+                 rendered from the alignment they carry
+    T5           all rows through the decoding core's slots (``core.generate``), no draft; each
+                 row's output within ``budgets.output_budget`` of its own length
+    SPECULATIVE  as T5, drafted by the source when there is no EdiT5; by the cheaper, as measured,
+                 of EdiT5 and the source when EdiT5 reads T5's ids (``drafters.speculative``);
+                 else by EdiT5's output in its own vocabulary, re-tokenized into T5's
+
+``Corrector`` and ``editspec profile`` run these objects on their own loaded models (each is a
+``Models``): the profiler's ``speculative`` is the corrector's, drafter and budgets included.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Protocol, Sequence
+
+import torch
+
+from editspec import modes
+from editspec.data.features import model_inputs
+from editspec.decoding import core, drafters, edit5
+from editspec.decoding.budgets import output_budget
+from editspec.decoding.drafters import Drafter
+from editspec.decoding.window import WindowPolicy
+from editspec.tokenization.tokens import Encoded, encode, render, render_ids
+
+
+class Models(Protocol):
+    """The loaded models a mode runs on (``Corrector`` and ``profiling.Profiler`` are both one)."""
+
+    t5: torch.nn.Module | None
+    t5_tokenizer: object
+    edit5: torch.nn.Module | None
+    edit5_tokenizer: object
+    markers: list[int]  # EdiT5's marker ids
+    shared_vocab: bool  # EdiT5 reads T5's ids
+    draft_costs: drafters.DraftCosts  # what each speculative candidate has cost, over the models' life
+    device: torch.device
+
+
+class Edit5Mode:
+    """EdiT5 alone: a run's outputs are (token, source index or None) per row."""
+
+    slotted = False  # batches of ``batch_size`` rows, not the core's slots
+    drafts = False
+    step = "edit5"  # the corrector's timing step (``editspec profile --pipeline``)
+
+    def __init__(self, mode: modes.Mode):
+        self.mode = mode
+
+    def batches(self, order: list[int], batch_size: int) -> list[list[int]]:
+        """The rows (indices, longest first) in the groups ``run`` takes, one call each."""
+        return [order[a:a + batch_size] for a in range(0, len(order), batch_size)]
+
+    def run(self, models: Models, encoded: Sequence[Encoded], slots: int, drafter: Drafter | None = None,
+            done: Callable[[int], None] | None = None, window: int | WindowPolicy | None = None,
+            ) -> tuple[list[list[tuple[int, int | None]]], None]:
+        """(outputs, no stats), ``slots`` rows at a time (``drafter`` and ``window`` unused)."""
+        tok = models.edit5_tokenizer
+        out = []
+        for at in range(0, len(encoded), slots):
+            rows = encoded[at:at + slots]
+            ids, mask = model_inputs([e.ids for e in rows], tok.eos_token_id, tok.pad_token_id, models.device)
+            out += edit5.realized(models.edit5, [e.ids for e in rows], ids, mask, models.markers, tok.eos_token_id)
+            for k in range(at, at + len(rows)) if done is not None else ():
+                done(k)
+        return out, None
+
+    def render(self, models: Models, encoded: Sequence[Encoded], outputs) -> list[str]:
+        """The outputs as text, each kept token's characters copied from the source."""
+        return [render(models.edit5_tokenizer, e, pairs) for e, pairs in zip(encoded, outputs)]
+
+
+class T5Mode:
+    """T5 greedy on the decoding core: a run's outputs are T5 ids per row (no EOS)."""
+
+    slotted = True  # one call for all rows: a finished row's slot takes the next at once
+    drafts = False
+    step = "decode"
+
+    def __init__(self, mode: modes.Mode):
+        self.mode = mode
+
+    def batches(self, order: list[int], batch_size: int) -> list[list[int]]:
+        return [order] if order else []
+
+    def budgets(self, encoded: Sequence[Encoded]) -> list[int]:
+        """Each row's output budget, from its own length alone."""
+        return [output_budget(len(e.ids) + 1) for e in encoded]
+
+    def drafter(self, models: Models, encoded: Sequence[Encoded], slots: int) -> Drafter | None:
+        """The drafter of one run over ``encoded`` (None: one token per pass)."""
+        return None
+
+    def run(self, models: Models, encoded: Sequence[Encoded], slots: int, drafter: Drafter | None = None,
+            done: Callable[[int], None] | None = None, window: int | WindowPolicy | None = None,
+            ) -> tuple[list[list[int]], core.SpecStats]:
+        """(outputs, the core's counts); ``done(k)`` once row k is decoded; ``window`` as
+        ``core.generate``'s."""
+        eos = models.t5_tokenizer.eos_token_id
+        return core.generate(models.t5, [e.ids + [eos] for e in encoded], slots, drafter,
+                             max_new_tokens=self.budgets(encoded), window=window, done=done)
+
+    def render(self, models: Models, encoded: Sequence[Encoded], outputs) -> list[str]:
+        """The outputs as text, aligned to the source (``render_ids``)."""
+        return [render_ids(models.t5_tokenizer, e, out) for e, out in zip(encoded, outputs)]
+
+
+class SpeculativeMode(T5Mode):
+    """T5 greedy, drafted (see the module docstring): the output is T5's, only the passes differ."""
+
+    drafts = True
+
+    def drafter(self, models: Models, encoded: Sequence[Encoded], slots: int) -> Drafter:
+        if models.edit5 is None:  # a T5 alone: the source is the draft
+            return drafters.copy_draft()
+        if models.shared_vocab:  # EdiT5 reads T5's input ids; the source is the other candidate
+            return drafters.speculative(models.edit5, models.markers, models.draft_costs, models.t5,
+                                        min(slots, len(encoded)))
+        # another vocabulary: EdiT5 reads its own ids, and its drafts go text -> T5 ids
+        texts = [e.text for e in encoded]
+        pairs, _ = EDIT5.run(models, encode(models.edit5_tokenizer, texts), slots)
+        drafts = drafters.retokenize_drafts([[t for t, _ in p] for p in pairs], models.edit5_tokenizer,
+                                            models.t5_tokenizer, sources=texts)
+        return drafters.Mix(drafters.Follow(drafts), drafters.Ngram())
+
+
+EDIT5 = Edit5Mode(modes.EDIT5)
+T5 = T5Mode(modes.T5)
+SPECULATIVE = SpeculativeMode(modes.SPECULATIVE)
+MODES = {m.mode.name: m for m in (EDIT5, T5, SPECULATIVE)}
