@@ -3,7 +3,7 @@
     python3 -m training.lease checks --out "$OUT"
       editspec profile on the GPU with the lease's candidate (runs/lease/bundle), on 200 W&I dev
       sentences drawn with seed 0, at batch 1 and batch 32: t5 greedy, speculative (a T5 alone: the source drafts) and transformers'
-      generate; the profile itself checks that speculative output equals greedy output sentence by
+      generate, all in float32; the profile itself checks that speculative output equals greedy output sentence by
       sentence (``identical_to_t5``) -> $OUT/lease-checks.tar.xz (both reports) and a summary line
       per mode
 
@@ -29,7 +29,8 @@ def profile_command(run_dir: Path, out: Path, batch: int, limit: int, device: st
     data = run_dir / "data" / "wi_locness" / "ABCN.dev.gold.bea19.m2"
     return [sys.executable, "-m", "editspec", "profile", "--data", str(data), "--limit", str(limit), "--seed", "0",
             "--model", str(run_dir / "bundle"), "--device", device, "--batch-size", str(batch),
-            "--warmup", "2", "--modes", *MODES, "--out", str(out)]
+            "--warmup", "2", "--modes", *MODES, "--out", str(out),
+            "--dtype", "float32"]  # where transformers' generate equals our greedy (bf16 attention rounds otherwise)
 
 
 def summary(report: dict, batch: int) -> list[str]:
