@@ -311,18 +311,19 @@ class Corrector:
 
         # EdiT5: ``batch_size`` units at a time; T5: all of them through the core's ``batch_size``
         # slots, where a finished unit's slot takes the next waiting one at once
+        known: dict = {}  # (source ids, output ids) -> the decode's log P: rescoring reads it, no forced pass
         for batch in self._mode.batches(order, self.batch_size):
             each = progress is not None and self._mode.slotted  # progress as each unit is done
             done = (lambda k, batch=batch: progress(len(units[batch[k]]))) if each else None
-            rows = [encoded[i] for i in batch]
-            for i, text in zip(batch, self._correct_batch(rows, done) if each else self._correct_batch(rows)):
+            for i, text in zip(batch, self._correct_batch([encoded[i] for i in batch], done, known)):
                 settle(i, text)
             if progress is not None and not each:
                 progress(sum(len(units[i]) for i in batch))
         if self.rescore:  # the output model undoes the edits it scores lower than their absence
             with self.timings("rescore"):
                 changed = [i for i in order if out[i] != units[i]]
-                score = rescoring.scorer(self.output_model, self.tokenizer, batch_size=4 * self.batch_size)
+                score = rescoring.scorer(self.output_model, self.tokenizer, batch_size=4 * self.batch_size,
+                                         prefix=prefix, known=known)
                 rescored = rescoring.rescore([units[i] for i in changed], [out[i] for i in changed], score)
                 for i, text in zip(changed, rescored):
                     out[i] = text
@@ -333,14 +334,23 @@ class Corrector:
         """How ``self.mode`` runs (``editspec.decoding.modes``)."""
         return MODES[self.mode]
 
-    def _correct_batch(self, encoded, done: Callable[[int], None] | None = None) -> list[str]:
-        """The model's output text per unit; ``done(k)`` once unit k is decoded (T5 modes)."""
+    def _correct_batch(self, encoded, done: Callable[[int], None] | None = None,
+                       known: dict | None = None) -> list[str]:
+        """The model's output text per unit; ``done(k)`` once unit k is decoded (T5 modes). With
+        ``rescore``, ``known`` gets the T5's log P of each output that ended with EOS, keyed as
+        rescoring's T5 scorer looks it up: (source ids + EOS, output ids + EOS)."""
         mode = self._mode
         if not encoded:
             return []
+        scores = known is not None and self.rescore and self.output_kind == "t5"
         with torch.inference_mode(), self.timings(mode.step):  # the model parts inside: see profiling.pipeline
             drafter = self._drafter(encoded) if mode.drafts else None
-            outputs, _ = mode.run(self, encoded, self.batch_size, drafter, done)
+            outputs, stats = mode.run(self, encoded, self.batch_size, drafter, done, scores=scores)
+        if scores:
+            eos = self.t5_tokenizer.eos_token_id
+            for e, ids, n, log_p in zip(encoded, outputs, stats.tokens, stats.log_probs):
+                if n == len(ids) + 1:  # ended with EOS (not cut by its budget)
+                    known[(tuple(e.ids) + (eos,), tuple(ids) + (eos,))] = log_p
         with self.timings("render"):
             return mode.render(self, encoded, outputs)
 

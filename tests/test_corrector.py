@@ -152,7 +152,7 @@ def test_corrector_guards_each_unit(models, monkeypatch, tmp_path, tokenizer):
     # (words the tiny tokenizer can read: an edit that writes an unreadable character is undone first)
     line = "She go home. I like a book."
     outputs = {"She go home.": "She goes home.", "I like a book.": "I like a book I like a book."}
-    monkeypatch.setattr(c, "_correct_batch", lambda encoded: [outputs[e.text] for e in encoded])
+    monkeypatch.setattr(c, "_correct_batch", lambda encoded, *_: [outputs[e.text] for e in encoded])
     assert c.correct([line]) == ["She goes home. I like a book."] and c.guarded == 1
     c.max_edit_words = 0
     assert c.correct([line]) == ["She goes home. I like a book I like a book."] and c.guarded == 1
@@ -188,7 +188,7 @@ def test_prefix_is_read_by_the_t5_and_not_written(models, monkeypatch):
     for mode, expected in (("t5", ["grammar: She go home.", "grammar: I like it."]), ("edit5", ["She go home.", "I like it."])):
         c = Corrector.from_pretrained(models / "bundle", mode=mode, device="cpu", prefix="grammar: ", max_length=64)
         assert c.config.prefix == "grammar: "
-        monkeypatch.setattr(c, "_correct_batch", lambda encoded: seen.extend(e.text for e in encoded) or
+        monkeypatch.setattr(c, "_correct_batch", lambda encoded, *_: seen.extend(e.text for e in encoded) or
                             [e.text.removeprefix("grammar: ").replace("go", "goes") for e in encoded])
         assert c.correct(["She go home. I like it."]) == ["She goes home. I like it."]
         assert sorted(seen) == sorted(expected)
@@ -205,7 +205,7 @@ def test_rounds_correct_again_only_what_the_last_round_changed(models, monkeypat
                "Yes.": "Yes."}
     seen: list[list[str]] = []
 
-    def correct_batch(encoded):
+    def correct_batch(encoded, *_):
         seen.append(sorted(e.text for e in encoded))
         return [outputs[e.text] for e in encoded]
 
@@ -231,7 +231,7 @@ def test_corrector_respells_before_the_model_and_guards_against_the_respelled_un
     c = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", max_edit_words=1, spelling=True)
     seen = []
 
-    def correct_batch(encoded):
+    def correct_batch(encoded, *_):
         seen.extend(e.text for e in encoded)
         return [e.text.replace("I has", "I have to have") for e in encoded]  # a 3-word edit: guarded
 
@@ -246,7 +246,7 @@ def test_corrector_respells_before_the_model_and_guards_against_the_respelled_un
 def test_corrector_capitalises_a_line_s_first_word_but_not_a_chunked_sentence_s_rest(models, monkeypatch):
     c = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", spelling=True, max_length=12)
     seen = []
-    monkeypatch.setattr(c, "_correct_batch", lambda encoded: seen.extend(e.text for e in encoded) or
+    monkeypatch.setattr(c, "_correct_batch", lambda encoded, *_: seen.extend(e.text for e in encoded) or
                         [e.text for e in encoded])
     line = "yesterday i went to the old market near the river and there we bought some bread"
     assert c.correct([line, line]) == ["Yesterday I went" + line[len("yesterday i went"):]] * 2
@@ -264,7 +264,7 @@ def test_places_say_which_units_begin_and_end_a_line():
 def test_corrector_ends_a_long_line_but_not_its_chunks(models, monkeypatch):
     c = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", spelling=True, max_length=64)
     seen = []
-    monkeypatch.setattr(c, "_correct_batch", lambda encoded: seen.extend(e.text for e in encoded) or
+    monkeypatch.setattr(c, "_correct_batch", lambda encoded, *_: seen.extend(e.text for e in encoded) or
                         [e.text for e in encoded])
     line = ("We went to the old market near the river, and there we bought some bread and cheese, "
             "then we walked back home along the river and ate all of it in the garden with friends")
@@ -313,7 +313,7 @@ def test_real_words_leaves_no_made_up_word_the_source_does_not_hold(source, outp
 
 def test_corrector_undoes_made_up_words_with_the_spelling_step(models, monkeypatch):
     c = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", spelling=True)
-    monkeypatch.setattr(c, "_correct_batch", lambda encoded: [e.text.replace("beef", "beingef").replace(
+    monkeypatch.setattr(c, "_correct_batch", lambda encoded, *_: [e.text.replace("beef", "beingef").replace(
         "have", "has") for e in encoded])
     assert c.correct(["Sales of beef have shown it."]) == ["Sales of beef has shown it."] and c.unreal == 1
     c.spelling = False  # the dictionary is the spelling step's: without it, the model's word stays
@@ -328,10 +328,10 @@ def test_corrector_rescores_after_the_guard_with_the_output_model(models, monkey
     outputs = {"He go to home.": "He goes to the home.", "I like it.": "I like it I like it I like it.", "Yes.": "Yes."}
     for mode, kind in (("t5", "t5"), ("speculative", "t5"), ("edit5", "edit5")):
         c = Corrector.from_pretrained(models / "bundle", mode=mode, device="cpu", max_edit_words=3, rescore=True)
-        monkeypatch.setattr(c, "_correct_batch", lambda encoded: [outputs[e.text] for e in encoded])
+        monkeypatch.setattr(c, "_correct_batch", lambda encoded, *_: [outputs[e.text] for e in encoded])
         scored = []
 
-        def fake_scorer(model, tok, batch_size):
+        def fake_scorer(model, tok, batch_size, **_):
             assert model is getattr(c, kind) and tok is c.tokenizer
             return lambda sources, targets: scored.extend(targets) or \
                 [(0 if "goes" in t else -5) - ("the" in t) for t in targets]  # "the" goes

@@ -109,7 +109,8 @@ class Decoder:
                 out = F.scaled_dot_product_attention(qp, k, v, attn_mask=b, scale=1.0)  # [B, H, W, d_kv]
             else:  # torch's CPU kernel rounds a query row differently by the pass's width (W >= 4) in
                 # bf16, flipping tokens; plain matmuls with an fp32 softmax do not (reports/speed.md)
-                scores = (qp @ k.transpose(-1, -2)).float() + b  # [B, H, W, keys]
+                scores = qp @ k.transpose(-1, -2)  # [B, H, W, keys]; softmax in >= float32
+                scores = scores.to(torch.promote_types(scores.dtype, torch.float32)) + b
                 out = scores.softmax(-1).to(v.dtype) @ v
             return out.transpose(1, 2).reshape(B * W, -1)[flat]  # [T, H*d_kv]
 

@@ -56,8 +56,8 @@ class Edit5Mode:
 
     def run(self, models: Models, encoded: Sequence[Encoded], slots: int, drafter: Drafter | None = None,
             done: Callable[[int], None] | None = None, window: int | WindowPolicy | None = None,
-            ) -> tuple[list[list[tuple[int, int | None]]], None]:
-        """(outputs, no stats), ``slots`` rows at a time (``drafter`` and ``window`` unused)."""
+            scores: bool = False) -> tuple[list[list[tuple[int, int | None]]], None]:
+        """(outputs, no stats), ``slots`` rows at a time (``drafter``, ``window``, ``scores`` unused)."""
         tok = models.edit5_tokenizer
         out = []
         for at in range(0, len(encoded), slots):
@@ -96,12 +96,12 @@ class T5Mode:
 
     def run(self, models: Models, encoded: Sequence[Encoded], slots: int, drafter: Drafter | None = None,
             done: Callable[[int], None] | None = None, window: int | WindowPolicy | None = None,
-            ) -> tuple[list[list[int]], core.SpecStats]:
-        """(outputs, the core's counts); ``done(k)`` once row k is decoded; ``window`` as
-        ``core.generate``'s."""
+            scores: bool = False) -> tuple[list[list[int]], core.SpecStats]:
+        """(outputs, the core's counts); ``done(k)`` once row k is decoded; ``window`` and
+        ``scores`` (each row's log P in the counts) as ``core.generate``'s."""
         eos = models.t5_tokenizer.eos_token_id
         return core.generate(models.t5, [e.ids + [eos] for e in encoded], slots, drafter,
-                             max_new_tokens=self.budgets(encoded), window=window, done=done)
+                             max_new_tokens=self.budgets(encoded), window=window, done=done, scores=scores)
 
     def render(self, models: Models, encoded: Sequence[Encoded], outputs) -> list[str]:
         """The outputs as text, aligned to the source (``render_ids``)."""

@@ -15,13 +15,16 @@ the model that wrote the output, in teacher-forced passes over the variants (bat
     keep       edit k when s >= sk: here s1 > s >= s2, so "the" goes and "to" stays
     result     "I am 20 years old and I like to play football."
 
-log P is the model's own: T5's teacher-forced probability of the output tokens
-(``t5.log_likelihood``), EdiT5's of the tags, order and insertions that turn the source into it
+log P is the model's own: T5's teacher-forced probability of the output tokens, computed on the
+decoding core (``core.score``: the decoder's own window passes, so a pair scores what the decode
+computed for those tokens), EdiT5's of the tags, order and insertions that turn the source into it
 (``EdiT5Model.log_likelihood``, features as in training). The speculative mode's output is the
 T5's, so the T5 rescores it and the two modes still return the same text. Each edit is judged
 beside all the others, and the kept ones are made together. It costs one batched teacher-forced
-pass over the changed units' variants (reports/models.md, "Rescoring", has the measured cost and what it does
-to each model's scores); the biases of ``generate_edits`` (keep, stop) are not part of the score.
+pass over the changed units' variants, less the outputs whose score the decode has already
+computed (``known``: ``generate(scores=True)``'s, for a pair whose ids are the decoded ones)
+(reports/models.md, "Rescoring", has what it does to each model's scores; reports/speed.md its
+cost); the biases of ``generate_edits`` (keep, stop) are not part of the score.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from typing import Callable, Sequence
 
 import torch
 
+from editspec.data.features import collate_edit5, edit5_features_batch, pad, t5_features_batch
+from editspec.decoding import core
 from editspec.text.diff import apply, diff
 
 # log P(target | source) for each (source, target) row, or None where the model cannot score it
@@ -71,27 +76,32 @@ def rescore(sources: Sequence[str], outputs: Sequence[str], score: Scorer, group
     return result
 
 
-def scorer(model, tokenizer, batch_size: int = 64) -> Scorer:
-    """The ``Scorer`` of a T5 (``T5ForConditionalGeneration``) or an EdiT5 and its tokenizer."""
-    from editspec.data.features import collate_edit5, collate_t5, edit5_features_batch, pad, t5_features_batch
+def scorer(model, tokenizer, batch_size: int = 64, prefix: str = "",
+           known: dict[tuple[tuple[int, ...], tuple[int, ...]], float] | None = None) -> Scorer:
+    """The ``Scorer`` of a T5 (``T5ForConditionalGeneration``) or an EdiT5 and its tokenizer.
 
-    if model.config.model_type == "edit5":
-        def features(sources, targets):  # the pairs training would take, no others
-            return edit5_features_batch(tokenizer, sources, targets, model.config.max_order_positions)
+    T5: ``prefix`` goes before every source (the T5 read it there); ``known`` maps (source ids,
+    target ids, both with EOS) to a log P already computed (the decode's), which is used as is."""
+    if model.config.model_type != "edit5":
+        def score_t5(sources: Sequence[str], targets: Sequence[str]) -> list[float | None]:
+            rows = t5_features_batch(tokenizer, [prefix + s for s in sources], targets, max_length=1 << 30)
+            keys = [(tuple(r["input_ids"]), tuple(r["labels"])) for r in rows]
+            out = [(known or {}).get(key) for key in keys]
+            todo = [i for i, value in enumerate(out) if value is None]
+            forced = core.score(model, [keys[i][0] for i in todo], [keys[i][1] for i in todo], batch_size)
+            for i, value in zip(todo, forced):
+                out[i] = value
+            return out
 
-        def log_likelihood(rows, inputs, which):
-            labels = collate_edit5(rows, tokenizer.pad_token_id)
-            del labels["input_ids"], labels["attention_mask"]
-            return model.log_likelihood(**_on(model, {**inputs, **labels, "rows": which}))
-    else:
-        from editspec.modeling import t5
+        return score_t5
 
-        def features(sources, targets):
-            return t5_features_batch(tokenizer, sources, targets, max_length=1 << 30)
+    def features(sources, targets):  # the pairs training would take, no others
+        return edit5_features_batch(tokenizer, sources, targets, model.config.max_order_positions)
 
-        def log_likelihood(rows, inputs, which):
-            labels = collate_t5(rows, tokenizer.pad_token_id)["labels"]
-            return t5.log_likelihood(model, **_on(model, {**inputs, "labels": labels, "rows": which}))
+    def log_likelihood(rows, inputs, which):
+        labels = collate_edit5(rows, tokenizer.pad_token_id)
+        del labels["input_ids"], labels["attention_mask"]
+        return model.log_likelihood(**_on(model, {**inputs, **labels, "rows": which}))
 
     def score(sources: Sequence[str], targets: Sequence[str]) -> list[float | None]:
         rows = features(sources, targets)

@@ -6,7 +6,8 @@ own modules with a per-row cache; this module holds what the core and the scorer
   load_t5         a checkpoint in eval mode with its tokenizer (fp32 unless asked: the shipped
                   weights are bf16 on disk)
   encode          the encoder once per batch (``record_function`` label ``editspec.t5.encode``)
-  log_likelihood  log P(target | source) in one teacher-forced pass (``editspec.decoding.rescoring``)
+  token_log_probs log P of chosen tokens under rows of logits (``core.generate(scores=True)`` and
+                  ``core.score``, which rescoring reads)
   token_probs     the sampling distribution: temperature, then top-p, as ``generate`` applies them;
                   e.g. logits log(0.5, 0.3, 0.15, 0.05) with top_p 0.7 -> (0.625, 0.375, 0, 0)
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import inspect
 import os
+from typing import Sequence
 
 import torch
 from torch.profiler import record_function
@@ -22,7 +24,6 @@ from transformers import PreTrainedTokenizerBase, T5ForConditionalGeneration
 from transformers.generation.logits_process import TemperatureLogitsWarper, TopPLogitsWarper
 from transformers.models.t5.modeling_t5 import T5Block
 
-from editspec.data.features import label_log_probs
 from editspec.errors import EditspecError
 from editspec.modeling.precision import resolve_dtype
 
@@ -65,20 +66,12 @@ def encode(model: T5ForConditionalGeneration, input_ids: torch.Tensor,
         return model.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
 
-@torch.inference_mode()
-def log_likelihood(model: T5ForConditionalGeneration, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                   labels: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
-    """log P(labels | input) per row [batch]: one teacher-forced pass, the log-probabilities of
-    the label tokens summed (labels end with EOS, padded with -100). With ``rows``, label row i
-    reads input row ``rows[i]``: the encoder runs once per input, however many targets it has."""
-    hidden = encode(model, input_ids, attention_mask)
-    if rows is not None:
-        hidden, attention_mask = hidden[rows], attention_mask[rows]
-    # the decoder input transformers builds from ``labels`` (``_shift_right``), given directly: the
-    # same logits, without the cross-entropy loss it would also compute over them and we never read
-    logits = model(encoder_outputs=(hidden,), attention_mask=attention_mask,
-                   decoder_input_ids=model._shift_right(labels)).logits
-    return label_log_probs(logits, labels)
+def token_log_probs(logits: torch.Tensor, tokens: Sequence[int]) -> list[float]:
+    """log P(token) under each row of ``logits`` [T, vocab], a log-softmax per row in >= float32
+    (rows are independent: the same row gives the same number in any batch)."""
+    index = torch.tensor(tokens, device=logits.device)[:, None]
+    wide = logits.to(torch.promote_types(logits.dtype, torch.float32))
+    return wide.log_softmax(-1).gather(-1, index)[:, 0].tolist()
 
 
 def token_probs(logits: torch.Tensor, temperature: float = 1.0, top_p: float = 1.0) -> torch.Tensor:

@@ -1,15 +1,14 @@
 """Rescoring (editspec/rescoring.py): the algorithm with stated scores, each model's log-likelihood
-against its own decoding, and an overfitted T5 keeping its right edits and undoing a wrong one
+against its own decoding (T5: ``core.score``, and the decode's own scores it stands for), and an overfitted T5 keeping its right edits and undoing a wrong one
 (the EdiT5's counterpart is in test_modeling_edit5.py, beside its overfitted fixture)."""
 
 import pytest
 import torch
 
-from editspec.decoding import core
-from editspec.modeling import t5
-from editspec.text.diff import diff
-from editspec.data.features import collate_t5, label_log_probs
+from editspec.decoding import core, drafters
 from editspec.decoding.rescoring import rescore, scorer
+from editspec.text.diff import diff
+from editspec.tokenization.tokens import encode
 from tests.helpers import random_batch, random_t5
 
 SOURCE = "I am 20 years old and I like play football."
@@ -55,28 +54,70 @@ def test_variants_are_scored_a_group_at_a_time():
     assert max(calls) <= 4 + 2 and sum(calls) == 35 and len(calls) > 5
 
 
-def test_t5_log_likelihood_is_the_sum_of_its_greedy_step_log_probs():
+def test_core_score_is_the_sum_of_greedy_step_log_probs():
+    """``core.score`` (a teacher-forced window on the core's decoder) against transformers, one
+    token at a time from a pass over its prefix (float64: the same numbers to 1e-9)."""
     model = random_t5(3)
     ids, mask = random_batch(torch.Generator().manual_seed(3), 6, model.config.vocab_size)
     outputs = core.greedy(model, ids, mask, max_new_tokens=10)
+    sources = core.inputs(ids, mask)
+    labels = [o + [1] if len(o) < 10 else o for o in outputs]  # an output cut by max_new_tokens has no EOS
     expected = []
-    for row, out in enumerate(outputs):  # one token at a time, each from a pass over its prefix
-        labels = out + [1] if len(out) < 10 else out  # an output cut by max_new_tokens has no EOS
+    for row, label in enumerate(labels):
         total, prefix = 0.0, [0]
-        for token in labels:
+        for token in label:
             with torch.no_grad():
                 logits = model(input_ids=ids[row:row + 1], attention_mask=mask[row:row + 1],
                                decoder_input_ids=torch.tensor([prefix])).logits
             total += logits[0, -1].log_softmax(-1)[token].item()
             prefix.append(token)
         expected.append(total)
-    labels = [o + [1] if len(o) < 10 else o for o in outputs]
-    padded = collate_t5([{"input_ids": [], "labels": label} for label in labels])["labels"]
-    assert t5.log_likelihood(model, ids, mask, padded).tolist() == pytest.approx(expected, abs=1e-9)
-    # with rows, the encoder reads each input once and row i reads input rows[i]
-    rows = torch.tensor([2, 0, 2, 5])
-    assert t5.log_likelihood(model, ids, mask, padded[rows], rows=rows).tolist() == \
-        pytest.approx([expected[i] for i in rows.tolist()], abs=1e-9)
+    assert core.score(model, sources, labels, slots=4) == pytest.approx(expected, abs=1e-9)
+    # rows sharing a source (a unit's variants): each pair scores what it scores alone
+    pairs = [2, 0, 2, 5]
+    assert core.score(model, [sources[i] for i in pairs], [labels[i] for i in pairs], slots=3) == \
+        pytest.approx([expected[i] for i in pairs], abs=1e-9)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_the_decode_s_scores_are_core_score_s(dtype):
+    """``generate(scores=True)`` gives each output the log P that ``core.score`` gives the pair:
+    bit for bit in bf16 (the same logits, summed in the same order), speculative or greedy; in
+    float32 to the kernels' last bits. Rescoring relies on this to skip the outputs' forced pass."""
+    model = random_t5(5, vocab=60, dtype=dtype)
+    ids, mask = random_batch(torch.Generator().manual_seed(5), 40, model.config.vocab_size)
+    sources = core.inputs(ids, mask)
+    for drafter in (None, drafters.copy_draft()):
+        outputs, stats = core.generate(model, sources, 8, drafter, max_new_tokens=30, window=4, scores=True)
+        # what each row generated: EOS included, unless its budget ran out first
+        generated = [o + [1] if n == len(o) + 1 else o for o, n in zip(outputs, stats.tokens)]
+        assert 3 <= sum(g[-1:] == [1] for g in generated) < len(generated)  # both kinds of row
+        forced = core.score(model, sources, generated, slots=16)
+        if dtype == torch.bfloat16:
+            assert stats.log_probs == forced
+        else:
+            assert stats.log_probs == pytest.approx(forced, rel=1e-5)
+    assert core.generate(model, sources, 8, max_new_tokens=30)[1].log_probs is None  # only when asked
+
+
+def test_the_t5_scorer_reads_known_scores_instead_of_a_forced_pass(tokenizer, monkeypatch):
+    """With ``known`` (the decode's scores), those pairs are not scored again; a prefix goes
+    before every source, as the T5 read it."""
+    model = random_t5(6, vocab=len(tokenizer))
+    forced = []
+    real = core.score
+
+    def spy(model, sources, targets, slots):
+        forced.extend(zip(sources, targets))
+        return real(model, sources, targets, slots)
+
+    monkeypatch.setattr(core, "score", spy)
+    eos = tokenizer.eos_token_id
+    key = lambda s, t: (tuple(encode(tokenizer, [s])[0].ids + [eos]), tuple(encode(tokenizer, [t])[0].ids + [eos]))  # noqa: E731
+    score = scorer(model, tokenizer, known={key("fix: " + SOURCE, OUTPUT): -1.5}, prefix="fix: ")
+    values = score([SOURCE, SOURCE], [OUTPUT, NO_THE])
+    assert values[0] == -1.5 and forced == [key("fix: " + SOURCE, NO_THE)]
+    assert values[1] == pytest.approx(real(model, [forced[0][0]], [forced[0][1]])[0])
 
 
 def test_an_overfitted_t5_keeps_its_right_edits_and_undoes_a_wrong_one(tokenizer, overfitted_t5):
@@ -90,17 +131,3 @@ def test_an_overfitted_t5_keeps_its_right_edits_and_undoes_a_wrong_one(tokenizer
     apart = [k for k, (s, _) in enumerate(changed) if len(diff(s, wrong[k])) == len(diff(s, changed[k][1])) + 1]
     assert len(apart) >= 4
     assert rescore([changed[k][0] for k in apart], [wrong[k] for k in apart], score) == [changed[k][1] for k in apart]
-
-
-def test_t5_log_likelihood_is_bit_for_bit_the_labels_pass():
-    """The decoder input given directly (no loss computed) gives the very logits that passing
-    ``labels`` to transformers gives: the same scores, bit for bit (float32, padded labels)."""
-    model = random_t5(4, dtype=torch.float32)
-    ids, mask = random_batch(torch.Generator().manual_seed(4), 5, model.config.vocab_size)
-    outputs = core.greedy(model, ids, mask, max_new_tokens=12)
-    padded = collate_t5([{"input_ids": [], "labels": o + [1]} for o in outputs])["labels"]
-    with torch.inference_mode():
-        hidden = model.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
-        logits = model(encoder_outputs=(hidden,), attention_mask=mask, labels=padded).logits
-        expected = label_log_probs(logits, padded)
-        assert torch.equal(t5.log_likelihood(model, ids, mask, padded), expected)
