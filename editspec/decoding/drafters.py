@@ -212,11 +212,16 @@ class Mix(Drafter):
 
 class DraftCosts:
     """Seconds per sentence of each candidate drafter, measured on probed sentences over a
-    corrector's life: shared by its calls and threads (hence the lock). ``probe`` of every
-    ``period`` sentences are probed, the first ones first."""
+    corrector's life: shared by its calls and threads (hence the lock). The first ``probe`` of
+    every ``period`` sentences are probed; once the pick is clear (after ``settled`` probes, the
+    runner-up costs at least ``margin`` times the best), only the first ``settled`` of each period:
+    a probe pays every loser's drafting, which a clear pick no longer needs as often (at batch 1,
+    EdiT5's draft costs ~25 ms a probed sentence, against ~36 ms for the whole sentence's decoding)."""
 
-    def __init__(self, names: Sequence[str], probe: int = 32, period: int = 1024):
+    def __init__(self, names: Sequence[str], probe: int = 32, period: int = 1024, settled: int = 8,
+                 margin: float = 1.25):
         self.names, self.probe, self.period = list(names), probe, period
+        self.settled, self.margin = min(settled, probe), margin
         self.seconds, self.probed, self.seen = [0.0] * len(names), 0, 0
         self.lock = threading.Lock()
 
@@ -224,7 +229,15 @@ class DraftCosts:
         """Which of the next ``n`` sentences are probes."""
         with self.lock:
             first, self.seen = self.seen, self.seen + n
-            return [(first + k) % self.period < self.probe for k in range(n)]
+            probe = self.settled if self._clear() else self.probe
+            return [(first + k) % self.period < probe for k in range(n)]
+
+    def _clear(self) -> bool:
+        """Whether the best candidate leads by ``margin`` after at least ``settled`` probes (lock held)."""
+        if self.probed < self.settled or len(self.seconds) < 2:
+            return False
+        best, runner_up = sorted(self.seconds)[:2]
+        return runner_up >= self.margin * best
 
     def add(self, seconds: Sequence[float]) -> None:
         """One probed sentence's cost under each candidate."""

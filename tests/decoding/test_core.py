@@ -162,7 +162,7 @@ def test_cheapest_picks_by_drafting_time_and_passes():
     sources = mixed_lengths(torch.Generator().manual_seed(4), 40, 40)
     ref, _ = core.generate(model, sources, 4, max_new_tokens=30)
     for pass_cost, winner in ((1.0, 0), (0.0, 1)):
-        costs = drafters.DraftCosts(["slow", "copy"], probe=8, period=24)
+        costs = drafters.DraftCosts(["slow", "copy"], probe=8, period=24, settled=8)
         slow = []
         for call in range(3):  # three calls of the same 40 sentences: 120 sentences, probes 0-7, 24-31, ...
             candidates = [Slow(ref), drafters.Copy()]
@@ -178,6 +178,20 @@ def test_cheapest_picks_by_drafting_time_and_passes():
         else:
             assert 0.0 < means["copy"] < means["slow"]
             assert slow == [4, 4, 2]  # batches 0-3 (live: nothing measured yet), 4-7, 24-27, 28-31; ...
+
+
+def test_a_clear_pick_probes_less():
+    """32 probes a period until the runner-up costs 1.25x the best after 8 probes, then 8; a
+    close race keeps probing 32."""
+    costs = drafters.DraftCosts(["edit5", "copy"], probe=32, period=1024, settled=8)
+    assert sum(costs.reserve(1024)) == 32  # nothing measured yet
+    for _ in range(8):
+        costs.add([0.05, 0.03])
+    assert sum(costs.reserve(1024)) == 8 and costs.best == 1
+    close = drafters.DraftCosts(["edit5", "copy"], probe=32, period=1024, settled=8)
+    for _ in range(8):
+        close.add([0.036, 0.030])  # 1.2x: not clear
+    assert sum(close.reserve(1024)) == 32
 
 
 def test_sampling_keeps_the_distribution():
