@@ -58,6 +58,7 @@ import torch
 
 from editspec.config import CorrectorConfig
 from editspec.decoding import drafters, rescoring
+from editspec.decoding.decoder import exact_windows
 from editspec.decoding.modes import MODES, Edit5Mode, T5Mode
 from editspec.errors import EditspecError
 from editspec.modeling import loading, quantization
@@ -311,7 +312,7 @@ class Corrector:
 
         # EdiT5: ``batch_size`` units at a time; T5: all of them through the core's ``batch_size``
         # slots, where a finished unit's slot takes the next waiting one at once
-        known: dict = {}  # (source ids, output ids) -> the decode's log P: rescoring reads it, no forced pass
+        known = rescoring.Known()  # the decode's own scores: rescoring reads them, no forced pass
         for batch in self._mode.batches(order, self.batch_size):
             each = progress is not None and self._mode.slotted  # progress as each unit is done
             done = (lambda k, batch=batch: progress(len(units[batch[k]]))) if each else None
@@ -335,14 +336,15 @@ class Corrector:
         return MODES[self.mode]
 
     def _correct_batch(self, encoded, done: Callable[[int], None] | None = None,
-                       known: dict | None = None) -> list[str]:
+                       known: rescoring.Known | None = None) -> list[str]:
         """The model's output text per unit; ``done(k)`` once unit k is decoded (T5 modes). With
-        ``rescore``, ``known`` gets the T5's log P of each output that ended with EOS, keyed as
-        rescoring's T5 scorer looks it up: (source ids + EOS, output ids + EOS)."""
+        ``rescore``, where the decode's scores are a forced pass's (``decoder.exact_windows``: bf16),
+        ``known`` gets the T5's log P of each output that ended with EOS, keyed as rescoring's T5
+        scorer looks it up (source ids + EOS, output ids + EOS), and the decoder's widths."""
         mode = self._mode
         if not encoded:
             return []
-        scores = known is not None and self.rescore and self.output_kind == "t5"
+        scores = known is not None and self.rescore and self.output_kind == "t5" and exact_windows(self.t5)
         with torch.inference_mode(), self.timings(mode.step):  # the model parts inside: see profiling.pipeline
             drafter = self._drafter(encoded) if mode.drafts else None
             outputs, stats = mode.run(self, encoded, self.batch_size, drafter, done, scores=scores)
@@ -350,7 +352,8 @@ class Corrector:
             eos = self.t5_tokenizer.eos_token_id
             for e, ids, n, log_p in zip(encoded, outputs, stats.tokens, stats.log_probs):
                 if n == len(ids) + 1:  # ended with EOS (not cut by its budget)
-                    known[(tuple(e.ids) + (eos,), tuple(ids) + (eos,))] = log_p
+                    known.log_probs[(tuple(e.ids) + (eos,), tuple(ids) + (eos,))] = log_p
+            known.widths = tuple(map(max, known.widths, stats.widths))  # T5 modes: one decode a round
         with self.timings("render"):
             return mode.render(self, encoded, outputs)
 

@@ -59,6 +59,7 @@ class SpecStats:
     # with ``generate(scores=True)``: log P(tokens generated, EOS included | source) per sentence,
     # summed token by token as ``score`` sums a teacher-forced pair (the same logits: the same number)
     log_probs: list[float] | None = None
+    widths: tuple[int, int] = (0, 0)  # the decoder's cache widths (source, target): ``score``'s ``widths``
 
     @classmethod
     def empty(cls, n: int) -> "SpecStats":
@@ -148,6 +149,7 @@ def generate(
     if not waiting:
         return out, stats
     dec = Decoder(model, slots, max(map(len, sources)), max(budget) + 1)
+    stats.widths = (dec.xmask.shape[1], dec.k[0].shape[2])
     st = _Stream(sources, budget, out, stats, waiting, [None] * slots, [dec.start] * slots)
     while True:
         refill(st, dec, model, drafter)
@@ -258,18 +260,19 @@ def add_scores(stats: SpecStats, logits: torch.Tensor, emitted: list[tuple[int, 
 
 @torch.inference_mode()
 def score(model: T5ForConditionalGeneration, sources: Sequence[Sequence[int]],
-          targets: Sequence[Sequence[int]], slots: int = 64) -> list[float]:
+          targets: Sequence[Sequence[int]], slots: int = 64, widths: tuple[int, int] = (0, 0)) -> list[float]:
     """log P(target | source) per pair (both ids ending in EOS), teacher-forced: each target is one
-    window (start token + target) in a slot of the core's decoder, so its logits are those the
-    decode computes for the same tokens (bit for bit in bf16, ``editspec.decoding.decoder``) and
-    the sum is ``generate(scores=True)``'s. ``slots`` pairs a pass, similar lengths together, each
-    distinct source encoded once per pass."""
+    window (start token + target) in a slot of the core's decoder. At a decode's cache ``widths``
+    (``SpecStats.widths``; wider if a pair needs it) its logits are those that decode computes for
+    the same tokens (bit for bit where ``decoder.exact_windows``) and the sum is
+    ``generate(scores=True)``'s. ``slots`` pairs a pass, similar lengths together, each distinct
+    source encoded once per pass."""
     out = [0.0] * len(targets)
     if not targets:
         return out
     order = sorted(range(len(targets)), key=lambda i: (len(sources[i]), len(targets[i])))
     slots = min(slots, len(order))
-    dec = Decoder(model, slots, max(map(len, sources)), max(map(len, targets)))
+    dec = Decoder(model, slots, max(widths[0], *map(len, sources)), max(widths[1], *map(len, targets)))
     for at in range(0, len(order), slots):
         chunk = order[at:at + slots]
         distinct = {tuple(sources[i]): None for i in chunk}

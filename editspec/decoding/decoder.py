@@ -30,6 +30,13 @@ from editspec.data.features import pad
 from editspec.modeling import t5
 
 
+def exact_windows(model: T5ForConditionalGeneration) -> bool:
+    """Whether a window pass gives each token the logits of single steps bit for bit, whatever the
+    rows beside it (bf16: the plain-matmul attention below; float32's kernel differs in the last
+    bits): then a decode's own scores and a teacher-forced ``core.score`` are the same numbers."""
+    return next(model.parameters()).dtype == torch.bfloat16
+
+
 class Decoder:
     """T5's decoder over ``slots`` rows, each with its own static cache and its own length."""
 

@@ -213,10 +213,11 @@ class Mix(Drafter):
 class DraftCosts:
     """Seconds per sentence of each candidate drafter, measured on probed sentences over a
     corrector's life: shared by its calls and threads (hence the lock). The first ``probe`` of
-    every ``period`` sentences are probed; once the pick is clear (after ``settled`` probes, the
-    runner-up costs at least ``margin`` times the best), only the first ``settled`` of each period:
-    a probe pays every loser's drafting, which a clear pick no longer needs as often (at batch 1,
-    EdiT5's draft costs ~25 ms a probed sentence, against ~36 ms for the whole sentence's decoding)."""
+    every ``period`` sentences (in the order they are encoded) are probed; once the pick is clear
+    (after ``settled`` probes, the runner-up costs at least ``margin`` times the best), only the
+    first ``settled`` of each period: a probe pays every loser's drafting, which a clear pick no
+    longer needs as often (at batch 1, EdiT5's draft costs ~25 ms a probed sentence, against ~36 ms
+    for the whole sentence's decoding)."""
 
     def __init__(self, names: Sequence[str], probe: int = 32, period: int = 1024, settled: int = 8,
                  margin: float = 1.25):
@@ -284,7 +285,10 @@ class Cheapest(Drafter):
         self.tokenizer = next((d.tokenizer for d in candidates if d.tokenizer is not None), None)
 
     def prepare(self, sources, eos):
-        self.eos, self.probes = eos, self.costs.reserve(len(sources))
+        self.eos = eos
+        # sentence -> probed or not, reserved batch by batch as the core encodes them: by then the
+        # probes before may have made the pick clear (``DraftCosts``: fewer probes)
+        self.probes: dict[int, bool] = {}
         self.live: dict[int, int] = {}  # sentence -> the candidate drafting it, fixed when encoded
         self.seconds: dict[int, list[float]] = {}  # probed sentence -> drafting seconds per candidate
         self.limits: dict[int, list[int]] = {}  # probed sentence -> its live passes' draft limits
@@ -293,6 +297,7 @@ class Cheapest(Drafter):
 
     def encoded(self, indices, input_ids, attention_mask, hidden, encoder):
         live = self.costs.best  # for this batch: the sentences before it may have changed the pick
+        self.probes.update(zip(indices, self.costs.reserve(len(indices))))
         rows = [k for k, i in enumerate(indices) if self.probes[i]]
         for i in indices:
             self.live[i] = live

@@ -29,6 +29,7 @@ cost); the biases of ``generate_edits`` (keep, stop) are not part of the score.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import torch
@@ -39,6 +40,16 @@ from editspec.text.diff import apply, diff
 
 # log P(target | source) for each (source, target) row, or None where the model cannot score it
 Scorer = Callable[[Sequence[str], Sequence[str]], list[float | None]]
+
+
+@dataclass
+class Known:
+    """What a T5's decode already computed (``core.generate(scores=True)``): log P per (source
+    ids, output ids), both ending in EOS, and the widths of the decoder it ran on
+    (``SpecStats.widths``): forced at those widths, the variants score as that decode would."""
+
+    log_probs: dict[tuple[tuple[int, ...], tuple[int, ...]], float] = field(default_factory=dict)
+    widths: tuple[int, int] = (0, 0)
 # variants per ``Scorer`` call: their features are held together, and the ~30,000 variants of a
 # 1 MB line of changed sentences, all at once, took GBs (issue 45)
 GROUP = 4096
@@ -76,19 +87,22 @@ def rescore(sources: Sequence[str], outputs: Sequence[str], score: Scorer, group
     return result
 
 
-def scorer(model, tokenizer, batch_size: int = 64, prefix: str = "",
-           known: dict[tuple[tuple[int, ...], tuple[int, ...]], float] | None = None) -> Scorer:
+def scorer(model, tokenizer, batch_size: int = 64, prefix: str = "", known: Known | None = None) -> Scorer:
     """The ``Scorer`` of a T5 (``T5ForConditionalGeneration``) or an EdiT5 and its tokenizer.
 
-    T5: ``prefix`` goes before every source (the T5 read it there); ``known`` maps (source ids,
-    target ids, both with EOS) to a log P already computed (the decode's), which is used as is."""
+    T5: ``prefix`` goes before every source (the T5 read it there); a pair in ``known`` takes the
+    decode's log P as is, the others are forced at its widths (``core.score``). EdiT5: neither
+    applies (its scores are not the decode's)."""
     if model.config.model_type != "edit5":
+        known = known or Known()
+
         def score_t5(sources: Sequence[str], targets: Sequence[str]) -> list[float | None]:
             rows = t5_features_batch(tokenizer, [prefix + s for s in sources], targets, max_length=1 << 30)
             keys = [(tuple(r["input_ids"]), tuple(r["labels"])) for r in rows]
-            out = [(known or {}).get(key) for key in keys]
+            out = [known.log_probs.get(key) for key in keys]
             todo = [i for i, value in enumerate(out) if value is None]
-            forced = core.score(model, [keys[i][0] for i in todo], [keys[i][1] for i in todo], batch_size)
+            forced = core.score(model, [keys[i][0] for i in todo], [keys[i][1] for i in todo], batch_size,
+                                known.widths)
             for i, value in zip(todo, forced):
                 out[i] = value
             return out

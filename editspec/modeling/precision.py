@@ -9,11 +9,15 @@
     CUDA                                 float32    bf16's speculative == greedy is tested on CPU only
     --quantize int8                      float32    the int8 linears take float activations
 
+Every command that loads models through ``Corrector`` follows it (correct, eval, serve, profile,
+the ``eval/tune_*`` scripts, ``training.lease distill``); training does not. ``float64`` is
+accepted too (tests and profiles), never a default.
+
 torch says whether oneDNN *can* run bf16 (``torch.ops.mkldnn._is_mkldnn_bf16_supported`` is true
 on any AVX-512 CPU, emulated or not), not whether the CPU has the units, so the flags come from
 ``/proc/cpuinfo`` (Linux; elsewhere float32). Speculative output stays the T5's greedy output in
-the type chosen (``editspec.decoding.decoder``); a bf16 default scored within noise of float32 on
-all four evaluation sets (the model card, "bf16 by default").
+the type chosen (``editspec.decoding.decoder``); bf16 scored within noise of float32, or above it
+(JFLEG), on all four evaluation sets (the model card, "bf16 by default").
 """
 
 from __future__ import annotations

@@ -124,7 +124,7 @@ def markdown(report: dict) -> str:
     for kind, r in (report.get("rescoring") or {}).items():
         name = "EdiT5" if kind == "edit5" else "T5"
         lines[-1:-1] = [f"- rescoring with the {name} (`editspec.decoding.rescoring`, on its "
-                        f"output, not in the latencies below): median {r['median']:.2f} ms per sentence, p90 "
+                        f"output, every pair forced, not in the latencies below): median {r['median']:.2f} ms per sentence, p90 "
                         f"{r['p90']:.2f}, mean {r['mean']:.2f} ({r['changed']} of {r['n']} outputs changed)"]
         if r.get("real_words"):
             w = r["real_words"]

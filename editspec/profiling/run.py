@@ -40,7 +40,6 @@ from editspec.profiling.timed import CT2, TIMED
 from editspec.tokenization.tokens import load_tokenizer
 
 
-
 def device_name(device: torch.device) -> str:
     """"cuda:0: NVIDIA H100 80GB HBM3", or the CPU's model name and cores."""
     if device.type == "cuda":
@@ -80,8 +79,8 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
             threads: int | None = None, batch_size: int = 1, limit: int | None = 100,
             seed: int | None = None, warmup: int = 5, gamma: int | str = "auto",
             prompt_lookup_tokens: int = 10, dtype: str | None = None, quantize: str | None = None,
-            trace: bool = False, pipeline: bool = False, end_to_end: bool = False, ct2_cache: str | os.PathLike | None = None,
-            options: dict | None = None, progress: bool = False) -> dict:
+            trace: bool = False, pipeline: bool = False, end_to_end: bool = False,
+            ct2_cache: str | os.PathLike | None = None, options: dict | None = None, progress: bool = False) -> dict:
     """Profile ``modes`` (and with ``architectures`` the random architectures) on the sentences
     of ``data``; write the report into ``out`` and return it. ``gamma``: the speculative modes'
     draft window: "auto" (the decoding core's, from measured pass costs), a fixed number of
@@ -90,8 +89,9 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
     ``quantize``: "int8" (``editspec.modeling.quantization``), every model timed quantized;
     ``pipeline``: also time ``editspec correct``'s whole path step by step
     (``editspec.profiling.pipeline``), the sentences as lines; ``end_to_end``: that path against
-    ``--mode t5`` and CTranslate2's bare greedy decoding, in turns (``editspec.profiling.end_to_end``); ``ct2_cache``: where the
-    CTranslate2 conversion of the T5 is kept (default ``editspec.cache``'s ``ct2/``); ``options``: recorded as given (the CLI's flags)."""
+    ``--mode t5`` and CTranslate2's bare greedy decoding, in turns (``editspec.profiling.end_to_end``);
+    ``ct2_cache``: where the CTranslate2 conversion of the T5 is kept (default ``editspec.cache``'s
+    ``ct2/``); ``options``: recorded as given (the CLI's flags)."""
     modes = check_modes(modes)
     if batch_size < 1:
         raise EditspecError("batch size must be at least 1")

@@ -6,7 +6,9 @@ They are the same whichever mode runs, so they are not in any mode's latency:
                  leter." -> "I receive your letter."); its dictionaries load once per process
                  (``load_seconds``)
     rescoring    after the model: ``editspec.decoding.rescoring`` undoes the edits the output
-                 model scores the sentence better without, timed on that model's own outputs
+                 model scores the sentence better without, timed on that model's own outputs with
+                 every pair forced (``editspec correct`` takes a bf16 T5's outputs' own scores from
+                 the decode instead: ``editspec profile --pipeline`` times that path)
     real_words   after the model, with spelling on: the check for made-up words
                  (``editspec.text.guard.real_words``)
 
@@ -57,7 +59,8 @@ def time_rescoring(corrector: Corrector, sources: Sequence[str], warmup: int) ->
             continue
         plain = Corrector(kind, **{kind: model, f"{kind}_tokenizer": tok}, paths=corrector.paths,
                           max_edit_words=corrector.max_edit_words)
-        outputs, score = plain.correct(units), scorer(model, tok)
+        outputs = plain.correct(units)
+        score = scorer(model, tok, prefix=corrector.prefix if kind == "t5" else "")
         for unit, output in zip(units[:warmup], outputs[:warmup]):
             rescore([unit], [output], score)
         times = []

@@ -1,12 +1,13 @@
 """Rescoring (editspec/rescoring.py): the algorithm with stated scores, each model's log-likelihood
-against its own decoding (T5: ``core.score``, and the decode's own scores it stands for), and an overfitted T5 keeping its right edits and undoing a wrong one
-(the EdiT5's counterpart is in test_modeling_edit5.py, beside its overfitted fixture)."""
+against its own decoding (T5: ``core.score``, and the decode's own scores it stands for), and an
+overfitted T5 keeping its right edits and undoing a wrong one (the EdiT5's counterpart is in
+test_modeling_edit5.py, beside its overfitted fixture)."""
 
 import pytest
 import torch
 
-from editspec.decoding import core, drafters
-from editspec.decoding.rescoring import rescore, scorer
+from editspec.decoding import core, decoder, drafters
+from editspec.decoding.rescoring import Known, rescore, scorer
 from editspec.text.diff import diff
 from editspec.tokenization.tokens import encode
 from tests.helpers import random_batch, random_t5
@@ -81,43 +82,49 @@ def test_core_score_is_the_sum_of_greedy_step_log_probs():
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_the_decode_s_scores_are_core_score_s(dtype):
-    """``generate(scores=True)`` gives each output the log P that ``core.score`` gives the pair:
-    bit for bit in bf16 (the same logits, summed in the same order), speculative or greedy; in
-    float32 to the kernels' last bits. Rescoring relies on this to skip the outputs' forced pass."""
+    """``generate(scores=True)`` gives each output the log P that ``core.score`` gives the pair at
+    the decode's widths: bit for bit in bf16 (the same logits, summed in the same order),
+    speculative or greedy, whatever the pairs scored beside it; in float32 to the kernels' last
+    bits (there rescoring forces every pair). Budgets as the corrector's (2n + 16 per row)."""
     model = random_t5(5, vocab=60, dtype=dtype)
+    assert decoder.exact_windows(model) == (dtype == torch.bfloat16)
     ids, mask = random_batch(torch.Generator().manual_seed(5), 40, model.config.vocab_size)
     sources = core.inputs(ids, mask)
+    budgets = [2 * len(src) + 16 for src in sources]
     for drafter in (None, drafters.copy_draft()):
-        outputs, stats = core.generate(model, sources, 8, drafter, max_new_tokens=30, window=4, scores=True)
+        outputs, stats = core.generate(model, sources, 8, drafter, max_new_tokens=budgets, window=4, scores=True)
         # what each row generated: EOS included, unless its budget ran out first
         generated = [o + [1] if n == len(o) + 1 else o for o, n in zip(outputs, stats.tokens)]
-        assert 3 <= sum(g[-1:] == [1] for g in generated) < len(generated)  # both kinds of row
-        forced = core.score(model, sources, generated, slots=16)
+        assert 3 <= sum(g[-1:] == [1] for g in generated)
+        # in groups of 5, and a few pairs alone: each group's longest source differs from the call's
+        forced = core.score(model, sources, generated, slots=5, widths=stats.widths)
+        alone = [core.score(model, [sources[k]], [generated[k]], widths=stats.widths)[0] for k in (0, 17, 39)]
         if dtype == torch.bfloat16:
-            assert stats.log_probs == forced
+            assert stats.log_probs == forced and alone == [forced[k] for k in (0, 17, 39)]
         else:
             assert stats.log_probs == pytest.approx(forced, rel=1e-5)
     assert core.generate(model, sources, 8, max_new_tokens=30)[1].log_probs is None  # only when asked
 
 
 def test_the_t5_scorer_reads_known_scores_instead_of_a_forced_pass(tokenizer, monkeypatch):
-    """With ``known`` (the decode's scores), those pairs are not scored again; a prefix goes
-    before every source, as the T5 read it."""
+    """With ``known`` (the decode's scores), those pairs are not scored again and the rest are
+    forced at its widths; a prefix goes before every source, as the T5 read it."""
     model = random_t5(6, vocab=len(tokenizer))
     forced = []
     real = core.score
 
-    def spy(model, sources, targets, slots):
-        forced.extend(zip(sources, targets))
-        return real(model, sources, targets, slots)
+    def spy(model, sources, targets, slots, widths):
+        forced.extend(zip(sources, targets, [widths] * len(targets)))
+        return real(model, sources, targets, slots, widths)
 
     monkeypatch.setattr(core, "score", spy)
     eos = tokenizer.eos_token_id
-    key = lambda s, t: (tuple(encode(tokenizer, [s])[0].ids + [eos]), tuple(encode(tokenizer, [t])[0].ids + [eos]))  # noqa: E731
-    score = scorer(model, tokenizer, known={key("fix: " + SOURCE, OUTPUT): -1.5}, prefix="fix: ")
-    values = score([SOURCE, SOURCE], [OUTPUT, NO_THE])
-    assert values[0] == -1.5 and forced == [key("fix: " + SOURCE, NO_THE)]
-    assert values[1] == pytest.approx(real(model, [forced[0][0]], [forced[0][1]])[0])
+    ids = lambda text: tuple(encode(tokenizer, [text])[0].ids + [eos])  # noqa: E731
+    key = lambda s, t: (ids(s), ids(t))  # noqa: E731
+    known = Known({key("fix: " + SOURCE, OUTPUT): -1.5}, widths=(40, 70))
+    values = scorer(model, tokenizer, known=known, prefix="fix: ")([SOURCE, SOURCE], [OUTPUT, NO_THE])
+    assert values[0] == -1.5 and forced == [(*key("fix: " + SOURCE, NO_THE), (40, 70))]
+    assert values[1] == real(model, [forced[0][0]], [forced[0][1]], widths=(40, 70))[0]
 
 
 def test_an_overfitted_t5_keeps_its_right_edits_and_undoes_a_wrong_one(tokenizer, overfitted_t5):

@@ -2,8 +2,8 @@
 
     python3 -m training.lease checks --out "$OUT"
       editspec profile on the GPU with the lease's candidate (runs/lease/bundle), on 200 W&I dev
-      sentences drawn with seed 0, at batch 1 and batch 32: t5 greedy, speculative (a T5 alone: the source drafts) and transformers'
-      generate, all in float32; the profile itself checks that speculative output equals greedy output sentence by
+      sentences drawn with seed 0, at batch 1 and batch 32: t5 greedy, speculative (a T5 alone: the
+      source drafts) and transformers' generate, all in float32; the profile itself checks that speculative output equals greedy output sentence by
       sentence (``identical_to_t5``) -> $OUT/lease-checks.tar.xz (both reports) and a summary line
       per mode
 
