@@ -106,7 +106,7 @@ class _Stream:
     waiting: deque
     sentence: list[int | None]
     pending: list[int]
-    staged: tuple[list[int], torch.Tensor | None, torch.Tensor | None] = ([], None, None)
+    staged: tuple[list[int], torch.Tensor | None, torch.Tensor | None] = field(default_factory=lambda: ([], None, None))
 
     def rows(self) -> list[int]:
         """The slots decoding a sentence."""

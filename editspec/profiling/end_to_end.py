@@ -27,6 +27,7 @@ from typing import Callable, Sequence
 from editspec.corrector import Corrector
 from editspec.decoding import drafters
 from editspec.decoding.budgets import output_budget
+from editspec.profiling.ct2 import CT2Peer
 from editspec.profiling.data import batches
 from editspec.tokenization.tokens import encode
 
@@ -48,7 +49,7 @@ def fresh_run(corrector: Corrector, lines: Sequence[str]) -> Callable[[], object
     return run
 
 
-def ct2_decoding(corrector: Corrector, peer, lines: Sequence[str]) -> Callable[[], object]:
+def ct2_decoding(corrector: Corrector, peer: CT2Peer, lines: Sequence[str]) -> Callable[[], object]:
     """CTranslate2's fp32 greedy decoding of ``lines`` as T5 ids, batch by batch as the profile's
     ``ct2-greedy`` mode gets them (longest first; each batch to its longest row's budget)."""
     tok = corrector.t5_tokenizer
@@ -62,9 +63,10 @@ def ct2_decoding(corrector: Corrector, peer, lines: Sequence[str]) -> Callable[[
     return run
 
 
-def end_to_end(corrector: Corrector, lines: Sequence[str], peer=None, peer_unavailable: str | None = None,
-               repeats: int = 3, warmup: int = 5) -> dict:
-    """Wall seconds per way (see the module docstring): every run, the medians and the ratios."""
+def end_to_end(corrector: Corrector, lines: Sequence[str], peer: CT2Peer | None = None,
+               peer_unavailable: str | None = None, repeats: int = 3, warmup: int = 5) -> dict:
+    """Wall seconds per way (see the module docstring): every run, the medians and the ratios;
+    ``warmup`` lines go through each way untimed first."""
     # each way: lines -> the call to time (what is not timed, tokenizing for CTranslate2, done first)
     ways: dict[str, Callable[[Sequence[str]], Callable[[], object]]] = {
         "default": lambda ls: fresh_run(corrector, ls)}
