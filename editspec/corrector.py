@@ -59,7 +59,7 @@ import torch
 from editspec.config import CorrectorConfig
 from editspec.decoding import drafters, rescoring
 from editspec.decoding.decoder import exact_windows
-from editspec.decoding.modes import MODES, Edit5Mode, T5Mode
+from editspec.decoding.modes import MODES, Edit5Mode, T5Mode, shares_vocabulary
 from editspec.errors import EditspecError
 from editspec.modeling import loading, quantization
 from editspec.modeling.loading import (load_edit5, quiet_transformers, resolve_device, resolve_models,
@@ -115,8 +115,7 @@ class Corrector:
         if self.edit5 is not None:
             self.max_ids.append((self.edit5_tokenizer, self._max_ids(max_length, "edit5")))
         # the drafter reads the verifier's ids when both share one vocabulary (the normal case)
-        self.shared_vocab = (self.t5 is not None and self.edit5 is not None and
-                             self.edit5_tokenizer.get_vocab() == self.t5_tokenizer.get_vocab())
+        self.shared_vocab = shares_vocabulary(self.t5, self.t5_tokenizer, self.edit5, self.edit5_tokenizer)
         # what each drafter has cost per sentence, measured on this corrector's sentences
         self.draft_costs = drafters.DraftCosts(drafters.CANDIDATES)
 
@@ -339,8 +338,7 @@ class Corrector:
                        known: rescoring.Known | None = None) -> list[str]:
         """The model's output text per unit; ``done(k)`` once unit k is decoded (T5 modes). With
         ``rescore``, where the decode's scores are a forced pass's (``decoder.exact_windows``: bf16),
-        ``known`` gets the T5's log P of each output that ended with EOS, keyed as rescoring's T5
-        scorer looks it up (source ids + EOS, output ids + EOS), and the decoder's widths."""
+        ``known`` records the decode's scores (``rescoring.Known.record``)."""
         mode = self._mode
         if not encoded:
             return []
@@ -348,12 +346,8 @@ class Corrector:
         with torch.inference_mode(), self.timings(mode.step):  # the model parts inside: see profiling.pipeline
             drafter = self._drafter(encoded) if mode.drafts else None
             outputs, stats = mode.run(self, encoded, self.batch_size, drafter, done, scores=scores)
-        if scores:
-            eos = self.t5_tokenizer.eos_token_id
-            for e, ids, n, log_p in zip(encoded, outputs, stats.tokens, stats.log_probs):
-                if n == len(ids) + 1:  # ended with EOS (not cut by its budget)
-                    known.log_probs[(tuple(e.ids) + (eos,), tuple(ids) + (eos,))] = log_p
-            known.widths = tuple(map(max, known.widths, stats.widths))  # T5 modes: one decode a round
+        if scores:  # T5 modes: one decode a round, so one set of widths
+            known.record([e.ids for e in encoded], outputs, stats, self.t5_tokenizer.eos_token_id)
         with self.timings("render"):
             return mode.render(self, encoded, outputs)
 

@@ -27,6 +27,11 @@ from editspec.decoding.window import WindowPolicy
 from editspec.tokenization.tokens import Encoded, encode, render, render_ids
 
 
+def shares_vocabulary(t5, t5_tokenizer, edit5, edit5_tokenizer) -> bool:
+    """Whether EdiT5 reads the T5's ids (both loaded, one vocabulary): its drafts need no re-tokenizing."""
+    return t5 is not None and edit5 is not None and edit5_tokenizer.get_vocab() == t5_tokenizer.get_vocab()
+
+
 class Models(Protocol):
     """The loaded models a mode runs on (``Corrector`` and ``profiling.Profiler`` are both one)."""
 

@@ -50,6 +50,15 @@ class Known:
 
     log_probs: dict[tuple[tuple[int, ...], tuple[int, ...]], float] = field(default_factory=dict)
     widths: tuple[int, int] = (0, 0)
+
+    def record(self, sources: Sequence[Sequence[int]], outputs: Sequence[Sequence[int]], stats: core.SpecStats,
+               eos: int) -> None:
+        """A ``generate(scores=True)`` call's scores: ``sources`` its rows' ids without EOS, ``outputs``
+        what it returned; an output cut by its budget (no EOS) is not a pair rescoring looks up."""
+        for source, output, n, log_p in zip(sources, outputs, stats.tokens, stats.log_probs):
+            if n == len(output) + 1:  # ended with EOS
+                self.log_probs[(tuple(source) + (eos,), tuple(output) + (eos,))] = log_p
+        self.widths = tuple(map(max, self.widths, stats.widths))
 # variants per ``Scorer`` call: their features are held together, and the ~30,000 variants of a
 # 1 MB line of changed sentences, all at once, took GBs (issue 45)
 GROUP = 4096

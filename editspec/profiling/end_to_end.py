@@ -20,6 +20,7 @@ cost model, ``decoding.window.measure``: ~1 s at 32 slots on 2 cores).
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from typing import Callable, Sequence
@@ -34,10 +35,9 @@ from editspec.tokenization.tokens import encode
 
 def t5_twin(corrector: Corrector) -> Corrector:
     """The corrector in t5 mode: the same T5, settings and batch size (no models loaded again)."""
-    c = corrector
-    return Corrector("t5", t5=c.t5, t5_tokenizer=c.t5_tokenizer, batch_size=c.batch_size, paths=c.paths,
-                     max_edit_words=c.max_edit_words, rounds=c.rounds, spelling=c.spelling, rescore=c.rescore,
-                     prefix=c.prefix)
+    settings = dataclasses.asdict(corrector.config.replace(mode="t5"))
+    return Corrector(**settings, t5=corrector.t5, t5_tokenizer=corrector.t5_tokenizer,
+                     batch_size=corrector.batch_size, paths=corrector.paths)
 
 
 def fresh_run(corrector: Corrector, lines: Sequence[str]) -> Callable[[], object]:

@@ -49,6 +49,7 @@ from tqdm import tqdm
 
 from editspec.data.features import model_inputs
 from editspec.decoding import drafters
+from editspec.decoding.modes import shares_vocabulary
 from editspec.errors import EditspecError
 from editspec.profiling.clock import Clock, Recorder, Sample
 from editspec.profiling.data import batches
@@ -74,8 +75,7 @@ class Profiler:
         self.window = None if gamma == "auto" else 48 if gamma == "all" else int(gamma)
         self.markers = marker_ids(edit5_tokenizer) if edit5 is not None else []
         self.draft_costs = drafters.DraftCosts(drafters.CANDIDATES)  # the speculative mode's pick, as Corrector's
-        self.shared_vocab = (t5 is not None and edit5 is not None
-                             and t5_tokenizer.get_vocab() == edit5_tokenizer.get_vocab())
+        self.shared_vocab = shares_vocabulary(t5, t5_tokenizer, edit5, edit5_tokenizer)
         model = t5 if t5 is not None else edit5
         self.device = model.device
         self.clock = Clock(self.device)
