@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -304,3 +305,18 @@ def test_gpu_lease_import_guard_refuses_what_the_machine_lacks():
     assert finder.find_spec("training") is None  # this repository
     with pytest.raises(ModuleNotFoundError, match="not on the lent GPU machine"):
         finder.find_spec("spacy")  # installed here, not there
+
+
+def test_the_committed_continuation_is_a_trained_model_and_nothing_else(tmp_path):
+    """training/continuation/t5.tar.xz (23 MB in git) holds a model's files only, no data: a pack
+    with anything else is refused before it is unpacked."""
+    assert continuation.verify()["bytes"] < continuation.MAX_BYTES
+    assert set(continuation.members(continuation.PACK)) <= {*continuation.MEMBERS, *continuation.OPTIONAL}
+    bad = tmp_path / "t5.tar.xz"
+    with lzma.open(bad, "wb") as xz, tarfile.open(fileobj=xz, mode="w") as tar:
+        (tmp_path / "train.src").write_text("I has a cat .\n")
+        for name in (*continuation.MEMBERS, "train.src"):
+            tar.add(tmp_path / "train.src", name)
+    with pytest.raises(EditspecError, match="not a model checkpoint: it holds train.src"):
+        continuation.members(bad)
+

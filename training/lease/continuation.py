@@ -10,7 +10,7 @@ replaced, not added, by each lease::
                                        starts from, "steps": ...}
 
 ``verify`` runs in ``prepare`` (here, before any device time) and again in ``start``: a missing,
-truncated or mismatched file is a one-line error, never a silent start from scratch (a new series
+truncated or mismatched file, or one holding anything but a model's files, is a one-line error, never a silent start from scratch (a new series
 starts only when ``prepare --from-scratch`` says so). The optimizer state does not travel: each
 lease warms it up again.
 """
@@ -52,6 +52,7 @@ def verify(pack: Path = PACK) -> dict:
         raise EditspecError(f"{pack} has {pack.stat().st_size} bytes, {meta_file.name} says {size}: truncated or replaced")
     if sha256(pack) != expected:
         raise EditspecError(f"{pack}: sha256 differs from {meta_file.name}'s: damaged or mismatched")
+    members(pack)
     return meta
 
 
@@ -73,6 +74,18 @@ def pack_model(model_dir: Path, meta: dict, pack: Path = PACK) -> dict:
     tmp.replace(pack)
     meta_path(pack).write_text(json.dumps(record, indent=1) + "\n")
     return record
+
+
+def members(pack: Path) -> list[str]:
+    """The files in ``pack``; a one-line error for any that is not a model's (``MEMBERS``,
+    ``OPTIONAL``): the pack is a trained model, never data."""
+    with tarfile.open(pack, "r:xz") as tar:
+        names = tar.getnames()
+    foreign = sorted(set(names) - {*MEMBERS, *OPTIONAL})
+    if foreign or not set(MEMBERS) <= set(names):
+        raise EditspecError(f"{pack} is not a model checkpoint: it holds {', '.join(foreign) or 'too little'} "
+                            f"(expected {', '.join(MEMBERS)}, optionally {', '.join(OPTIONAL)})")
+    return names
 
 
 def unpack(pack: Path, dest: Path) -> Path:
