@@ -64,7 +64,7 @@ def bench_loop(data_root: Path, steps: int) -> dict:
 
     with tempfile.TemporaryDirectory() as out, mock.patch.object(loop, "Batches", Premade):
         t0 = time.perf_counter()
-        loop.train(cfg, Path(out) / "run", str(data_root), resume=False)
+        loop.Trainer(cfg, Path(out) / "run", str(data_root), resume=False).run()
         entries = [json.loads(x) for x in (Path(out) / "run" / "log.jsonl").read_text().splitlines()]
         whole = time.perf_counter() - t0
     loop_ms = 1000 / (sum(e["steps_per_s"] for e in entries[1:]) / max(len(entries) - 1, 1))

@@ -5,11 +5,14 @@
     accelerate launch --multi_gpu --num_processes 4 -m training.train --config configs/t5-base.yaml ...
     torchrun --standalone --nproc_per_node 2 -m training.train ...   (also on CPU: gloo)
 
-The recipe (training.config), the model (training.models), the data as ready tensors
-(training.data), checkpoints (training.checkpoints), the time budget (training.budget) and dev
-evaluation (training.dev) live in modules of their own; this file is the loop. Each step copies a
-ready batch to the device, runs forward and backward, and steps a fused AdamW; the loss stays on
-the device and is read every ``log_every`` steps, so the host never waits for the GPU in between.
+The recipe (training.config), the model (training.models), the T5's loss (training.step), the
+data as ready tensors (training.data), checkpoints (training.checkpoints), the time budget
+(training.budget) and dev evaluation (training.dev) live in modules of their own; this file is the
+``Trainer``: ``run`` is the loop, one named method per phase (``step``, ``end_of_window``,
+``evaluate``, ``save_checkpoint``). Each step copies a ready batch to the device, runs forward and
+backward (a T5 through ``training.step.T5Loss``: no host read, no logits returned; compiled with
+``train.compile``) and steps a fused AdamW; the loss stays on the device and is read every
+``log_every`` steps, so the host never waits for the GPU in between.
 
 What the output directory holds::
 
@@ -20,6 +23,8 @@ What the output directory holds::
     last/                  model + tokenizer at the end of training (or at --stop-after)
     stable/                model + tokenizer where the decay starts (schedule warmup_stable_decay)
     ema/                   the weights' moving average at the end (train.ema_decay)
+    interim/               the newest weights, exported when a file EXPORT appears (a lease's
+                           first call collects it while the run goes on; EXPORT is then removed)
 
 Running the same command again resumes from the newest complete checkpoint: model, optimizer,
 scheduler, RNG states and the data position (``data_mixture.Position``) are restored, so the
@@ -35,6 +40,7 @@ import os
 import shutil
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -46,7 +52,6 @@ from transformers import get_scheduler
 from transformers.utils import logging as hf_logging
 
 from editspec.data import corpora
-from editspec.data.features import IGNORE
 from editspec.tokenization.tokens import load_tokenizer
 from training.budget import Budget
 from training.checkpoints import TrainState, batch_hash, checkpoints, ema_of, export
@@ -54,6 +59,9 @@ from training.config import REPO_ROOT, ConfigLoader, load_config
 from training.data import Batches, build_dev, tokenizer_path
 from training.dev import dev_approx_f05, dev_f05, dev_loss
 from training.models import ModelKind, add_position_prior, component_losses, param_groups
+from training.step import T5Loss
+
+EXPORT_REQUEST = "EXPORT"  # a file in the output directory: export interim/ at the next log step
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -81,16 +89,7 @@ def main(argv: list[str] | None = None) -> dict:
         overrides.append(f"model.init_from={args.init_from}")
     cfg = load_config(args.config, overrides)
     out = Path(args.output_dir or REPO_ROOT / "runs" / Path(args.config).stem)
-    return train(cfg, out, args.data_dir, stop_after=args.stop_after, resume=not args.no_resume)
-
-
-def weighted_loss(logits: torch.Tensor, labels: torch.Tensor, edit_mask: torch.Tensor, weight: float) -> torch.Tensor:
-    """Token cross-entropy with the label tokens of edits weighted ``weight`` (the others 1),
-    normalised by the total weight: a recall lever for fine-tuning (copying dominates the plain loss)."""
-    ce = torch.nn.functional.cross_entropy(logits.float().transpose(1, 2), labels, ignore_index=IGNORE,
-                                           reduction="none")  # [batch, target]
-    w = (labels != IGNORE).float() * (1 + (weight - 1) * edit_mask.float())
-    return (ce * w).sum() / w.sum().clamp(min=1)
+    return Trainer(cfg, out, args.data_dir, stop_after=args.stop_after, resume=not args.no_resume).run()
 
 
 def flops_per_token(model: torch.nn.Module) -> tuple[float, float]:
@@ -108,269 +107,353 @@ def flops_per_token(model: torch.nn.Module) -> tuple[float, float]:
     return enc, dec
 
 
-def train(cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | None = None,
-          resume: bool = True) -> dict:
-    tc = cfg["train"]
-    hf_logging.disable_progress_bar()  # "Writing model shards" bars at every export
+def make_accelerator(tc: dict, data_workers: int) -> Accelerator:
+    """The accelerator, with the run's threads set: on CPU under DDP the cores split between the
+    processes; on a GPU with data workers the loop takes 2 (the GPU does the math)."""
     use_cpu = not torch.cuda.is_available()
     accelerator = Accelerator(cpu=use_cpu, mixed_precision=tc["mixed_precision"])
-    world, rank, main_proc = accelerator.num_processes, accelerator.process_index, accelerator.is_main_process
+    world = accelerator.num_processes
     threads = tc["num_threads"] or (max(1, (os.cpu_count() or 1) // world) if use_cpu and world > 1 else None)
-    if not threads and not use_cpu and cfg["data"]["workers"]:
-        threads = 2  # the GPU does the math: the cores go to the loader and its synthetic workers
+    if not threads and not use_cpu and data_workers:
+        threads = 2
     if threads:
         torch.set_num_threads(int(threads))
     set_seed(tc["seed"])
     if not use_cpu:
         torch.backends.cuda.matmul.allow_tf32 = True
+    return accelerator
 
-    def log(msg: str) -> None:
-        if main_proc:
+
+@dataclass
+class Window:
+    """What a log window adds up between two log steps; the losses stay on the device."""
+    loss: torch.Tensor
+    parts: dict[str, torch.Tensor] = field(default_factory=dict)
+    n: int = 0
+    tokens: int = 0
+    src: int = 0
+    tgt: int = 0
+    examples: int = 0
+    wait: float = 0.0
+    started: float = field(default_factory=time.perf_counter)
+
+
+class Trainer:
+    """One run of a recipe into ``out``; ``run()`` trains and returns a summary."""
+
+    def __init__(self, cfg: dict, out: Path, data_dir: str | None = None, stop_after: int | None = None,
+                 resume: bool = True):
+        self.cfg, self.tc, self.out, self.stop_after = cfg, cfg["train"], out, stop_after
+        hf_logging.disable_progress_bar()  # "Writing model shards" bars at every export
+        self.accelerator = make_accelerator(self.tc, cfg["data"]["workers"])
+        acc = self.accelerator
+        self.world, self.rank, self.main_proc = acc.num_processes, acc.process_index, acc.is_main_process
+        self.write_config(resume)
+        self.build_model()
+        data_root = corpora.data_dir(data_dir)
+        with acc.main_process_first():  # the first process fills the datasets cache, the rest read it
+            self.dev = build_dev(cfg, self.kind, self.tok, data_root)
+        self.build_optimizer()
+        self.state = TrainState()
+        acc.register_for_checkpointing(self.scheduler, self.state)
+        self.max_steps = self.tc["max_steps"]
+        self.budget = Budget(self.tc["max_minutes"], self.max_steps)
+        self.resume(resume)
+        self.select_on = self.tc["select_on"] or ("f05" if self.tc["eval_f05_every"] else
+                                                  "approx_f05" if self.tc["eval_approx_every"] else "loss")
+        self.log_file = open(out / "log.jsonl", "a", encoding="utf-8") if self.main_proc else None
+        self.batches = Batches(cfg, data_root, self.state.position, self.log)
+        self.end = min(self.max_steps, stop_after) if stop_after is not None else self.max_steps
+        self.last: dict = {}
+
+    # ------------------------------------------------------------------------------- set-up
+    def log(self, msg: str) -> None:
+        if self.main_proc:
             tqdm.write(f"[train] {msg}", file=sys.stderr)
 
-    out.mkdir(parents=True, exist_ok=True)
-    saved = out / "config.yaml"
-    if main_proc:
-        if resume and checkpoints(out) and saved.is_file():
+    def write_config(self, resume: bool) -> None:
+        self.out.mkdir(parents=True, exist_ok=True)
+        saved = self.out / "config.yaml"
+        if not self.main_proc:
+            return
+        if resume and checkpoints(self.out) and saved.is_file():
             before = yaml.load(saved.read_text(encoding="utf-8"), ConfigLoader)
-            changed = [f"{section}.{key}" for section in cfg for key in cfg[section]
-                       if before.get(section, {}).get(key) != cfg[section][key]]
+            changed = [f"{section}.{key}" for section in self.cfg for key in self.cfg[section]
+                       if before.get(section, {}).get(key) != self.cfg[section][key]]
             if changed:  # the data position means the same batches only under the same data recipe
-                log(f"warning: resuming with changed options {', '.join(changed)}")
-        saved.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+                self.log(f"warning: resuming with changed options {', '.join(changed)}")
+        saved.write_text(yaml.safe_dump(self.cfg, sort_keys=False), encoding="utf-8")
 
-    init_from = cfg["model"].get("init_from")
-    tok_path = tokenizer_path(cfg)
-    tok = load_tokenizer(tok_path)
-    kind = ModelKind(cfg["model"]["type"])
-    model = kind.build(cfg["model"], tok)
-    if tc["position_prior"] and init_from:
-        log("position prior skipped: it initialises a model trained from scratch, not one loaded from init_from")
-    elif tc["position_prior"]:  # before a resume loads the saved weights, so applied once
-        log(f"position prior {tc['position_prior']} on {add_position_prior(model, tc['position_prior'])} bias tables")
-    if len(tok) > model.config.vocab_size:
-        raise SystemExit(f"tokenizer {tok_path} has {len(tok)} tokens, the model {model.config.vocab_size}")
-    edit_weight = float(tc["edit_weight"])
-    if edit_weight != 1.0 and kind.name != "t5":
-        raise SystemExit("train.edit_weight weighs the T5's label tokens: model.type must be t5")
-    log(f"{kind.name}: {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters, "
-        f"{world} process(es), device {accelerator.device}, mixed precision {tc['mixed_precision']}, "
-        f"{torch.get_num_threads()} thread(s)")
-    flops_src, flops_tgt = flops_per_token(model)
+    def build_model(self) -> None:
+        cfg, tc = self.cfg, self.tc
+        init_from = cfg["model"].get("init_from")
+        self.tok_path = tokenizer_path(cfg)
+        self.tok = load_tokenizer(self.tok_path)
+        self.kind = ModelKind(cfg["model"]["type"])
+        self.net = self.kind.build(cfg["model"], self.tok)  # the model itself (exported, evaluated)
+        if tc["position_prior"] and init_from:
+            self.log("position prior skipped: it initialises a model trained from scratch, not one loaded from init_from")
+        elif tc["position_prior"]:  # before a resume loads the saved weights, so applied once
+            self.log(f"position prior {tc['position_prior']} on {add_position_prior(self.net, tc['position_prior'])} "
+                     f"bias tables")
+        if len(self.tok) > self.net.config.vocab_size:
+            raise SystemExit(f"tokenizer {self.tok_path} has {len(self.tok)} tokens, the model {self.net.config.vocab_size}")
+        if float(tc["edit_weight"]) != 1.0 and self.kind.name != "t5":
+            raise SystemExit("train.edit_weight weighs the T5's label tokens: model.type must be t5")
+        self.log(f"{self.kind.name}: {sum(p.numel() for p in self.net.parameters()) / 1e6:.2f}M parameters, "
+                 f"{self.world} process(es), device {self.accelerator.device}, mixed precision "
+                 f"{tc['mixed_precision']}, {torch.get_num_threads()} thread(s)")
+        self.flops_src, self.flops_tgt = flops_per_token(self.net)
 
-    data_root = corpora.data_dir(data_dir)
-    with accelerator.main_process_first():  # the first process fills the datasets cache, the rest read it
-        dev = build_dev(cfg, kind, tok, data_root)
+    def build_optimizer(self) -> None:
+        tc, acc = self.tc, self.accelerator
+        groups = param_groups(self.net, tc["lr"], tc["weight_decay"], tc["position_bias_lr_scale"])
+        # fused: one kernel for the whole update on a GPU (foreach on the CPU, torch's default there)
+        self.optimizer = torch.optim.AdamW(groups, lr=tc["lr"], betas=tuple(tc["adam_betas"]),
+                                           fused=True if acc.device.type == "cuda" else None)
+        self.wsd = tc["schedule"] == "warmup_stable_decay"  # constant, then linear to 0 over the last decay_share
+        self.scheduler = self.make_scheduler(tc["max_steps"])  # not prepared: accelerate steps it per process
+        trained = T5Loss(self.net, float(tc["edit_weight"]), tc["loss_chunk_tokens"]) if self.kind.name == "t5" else self.net
+        self.model, self.optimizer = acc.prepare(trained, self.optimizer)
+        self.forward, self.compile_proven = self.model, False
+        if tc["compile"]:
+            self.forward = torch.compile(self.model)
+        self.ema = ema_of(self.net, tc["ema_decay"])
 
-    groups = param_groups(model, tc["lr"], tc["weight_decay"], tc["position_bias_lr_scale"])
-    # fused: one kernel for the whole update on a GPU (foreach on the CPU, torch's default there)
-    optimizer = torch.optim.AdamW(groups, lr=tc["lr"], betas=tuple(tc["adam_betas"]),
-                                  fused=True if not use_cpu else None)
+    def decay_steps(self, total: int) -> int:
+        return max(1, round(self.tc["decay_share"] * total)) if self.wsd else 0
 
-    wsd = tc["schedule"] == "warmup_stable_decay"  # constant, then linear to 0 over the last decay_share
+    def make_scheduler(self, total: int):
+        tc = self.tc
+        return get_scheduler(tc["schedule"], self.optimizer, num_warmup_steps=tc["warmup_steps"], num_training_steps=total,
+                             scheduler_specific_kwargs={"num_decay_steps": self.decay_steps(total),
+                                                        "decay_type": "linear"} if self.wsd else None)
 
-    def decay_steps(total: int) -> int:
-        return max(1, round(tc["decay_share"] * total)) if wsd else 0
+    def resume(self, resume: bool) -> None:
+        found = checkpoints(self.out) if resume else []
+        if not found:
+            return
+        self.accelerator.load_state(str(found[-1]))
+        self.log(f"resumed from {found[-1]} (step {self.state.step})")
+        fitted = self.budget.resume(self.state.budget, self.scheduler, self.make_scheduler)  # clock and schedule
+        self.max_steps = min(self.max_steps, fitted or self.max_steps)
+        if self.ema is not None and (found[-1] / "ema.pt").is_file():
+            self.ema.load_state_dict(torch.load(found[-1] / "ema.pt", map_location=self.accelerator.device))
 
-    def make_scheduler(total: int):  # not prepared: accelerate would step it once per process per step
-        return get_scheduler(tc["schedule"], optimizer, num_warmup_steps=tc["warmup_steps"], num_training_steps=total,
-                             scheduler_specific_kwargs={"num_decay_steps": decay_steps(total),
-                                                        "decay_type": "linear"} if wsd else None)
+    # ------------------------------------------------------------------------------- the loop
+    def run(self) -> dict:
+        bar = tqdm(total=self.end, initial=self.state.step, disable=not self.main_proc, desc="train", dynamic_ncols=True)
+        self.model.train()
+        self.window = self.fresh_window()
+        try:
+            while self.state.step < self.end:
+                got = self.next_batches()
+                loss = self.step(got)
+                bar.update(1)
+                at_log = self.check_clock()
+                if self.tc["log_batches"]:
+                    self.record({"step": self.state.step, "batches": batch_hash([b.ids for b in got]),
+                                 "n_batches": len(got), "loss_local": float(loss)})
+                if at_log:
+                    self.end_of_window(bar)
+                self.evaluate_and_save()
+        finally:
+            self.batches.close()
+        bar.close()
+        return self.finish()
 
-    scheduler = make_scheduler(tc["max_steps"])
-    model, optimizer = accelerator.prepare(model, optimizer)
-    state = TrainState()
-    accelerator.register_for_checkpointing(scheduler, state)
+    def fresh_window(self) -> Window:
+        return Window(loss=torch.zeros((), device=self.accelerator.device))
 
-    found = checkpoints(out) if resume else []
-    max_steps = tc["max_steps"]
-    budget = Budget(tc["max_minutes"], max_steps)
-    if found:
-        accelerator.load_state(str(found[-1]))
-        log(f"resumed from {found[-1]} (step {state.step})")
-        fitted = budget.resume(state.budget, scheduler, make_scheduler)  # the clock and the refitted schedule
-        max_steps = min(max_steps, fitted or max_steps)
-    ema = ema_of(accelerator.unwrap_model(model), tc["ema_decay"])
-    if ema is not None and found and (found[-1] / "ema.pt").is_file():
-        ema.load_state_dict(torch.load(found[-1] / "ema.pt", map_location=accelerator.device))
+    def next_batches(self) -> list:
+        got = []
+        for _ in range(self.world * self.tc["grad_accum"]):
+            batch, waited = self.batches.next()
+            self.budget.begin()  # the clock starts at the first batch: the data's start-up is not training
+            got.append(batch)
+            self.window.wait += waited
+        return got
 
-    approx_every = tc["eval_approx_every"]
-    select_on = tc["select_on"] or ("f05" if tc["eval_f05_every"] else "approx_f05" if approx_every else "loss")
-    log_file = open(out / "log.jsonl", "a", encoding="utf-8") if main_proc else None
+    def loss_of(self, inputs: dict) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The batch's loss (and an EdiT5's component losses); a T5's through T5Loss."""
+        if self.kind.name == "t5":
+            return self.forward(**inputs), {}
+        inputs.pop("edit_mask", None)
+        output = self.forward(**inputs)
+        return output.loss, component_losses(output)
 
-    def record(entry: dict) -> None:
-        if log_file:
-            log_file.write(json.dumps(entry) + "\n")
-            log_file.flush()
+    def step(self, got: list) -> torch.Tensor:
+        """Forward and backward of this process's batches, then one optimizer step; the last loss."""
+        mine, w, acc = got[self.rank::self.world], self.window, self.accelerator
+        try:
+            loss = self.backward(mine)
+        except Exception as e:  # noqa: BLE001  the first compiled step only: a compiler that fails runs eager
+            if self.compile_proven or self.forward is self.model:
+                raise
+            self.log(f"torch.compile failed at the first step ({type(e).__name__}: {str(e).splitlines()[0][:200]}); "
+                     f"eager from here")
+            self.optimizer.zero_grad(set_to_none=True)
+            self.forward, self.window = self.model, self.fresh_window()
+            loss = self.backward(mine)
+        self.compile_proven = True
+        if self.tc["max_grad_norm"]:
+            acc.clip_grad_norm_(self.model.parameters(), self.tc["max_grad_norm"])
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.ema is not None:
+            self.ema.update_parameters(self.net)
+        self.state.step += 1
+        self.state.position = got[-1].position
+        self.state.examples += sum(b.examples for b in got)
+        self.window.n += 1
+        return loss
 
-    def save_model(dest: Path, net: torch.nn.Module | None = None) -> None:
-        if main_proc:
-            export(net or accelerator.unwrap_model(model), tok, dest,
-                   {"step": state.step, "best": state.best, "select_on": select_on, "examples": state.examples})
+    def backward(self, mine: list) -> torch.Tensor:
+        """Each batch's forward and backward (gradients synced at the last), added to the window."""
+        w, acc = self.window, self.accelerator
+        for i, ready in enumerate(mine):
+            with (contextlib.nullcontext() if i == len(mine) - 1 else acc.no_sync(self.model)):
+                loss, parts = self.loss_of(ready.to(acc.device))
+                acc.backward(loss / len(mine))
+            w.loss += loss.detach() / len(mine)  # stays on the device: no sync
+            for k, v in parts.items():
+                w.parts[k] = w.parts.get(k, torch.zeros_like(w.loss)) + v.detach() / len(mine)
+            w.tokens, w.src, w.tgt = w.tokens + ready.tokens, w.src + ready.source_tokens, w.tgt + ready.target_tokens
+            w.examples += ready.examples
+        return loss.detach()
 
-    def evaluate(f05: bool, approx: bool) -> dict:
-        result: dict = {"step": state.step}
-        if main_proc and dev is not None:
-            net = accelerator.unwrap_model(model)
+    def check_clock(self) -> bool:
+        """Whether this step ends a log window; the time budget may move the last step."""
+        step = self.state.step
+        at_log = step % self.tc["log_every"] == 0 or step == self.end
+        elapsed = self.budget.elapsed()
+        if self.world > 1 and at_log:  # every process takes the same decision: the slowest clock
+            elapsed = float(self.accelerator.gather(torch.tensor([elapsed], device=self.accelerator.device)).max())
+        if self.world == 1 or at_log:
+            new_end = self.budget.check(step, elapsed, self.scheduler, self.make_scheduler, self.log)
+            if new_end is not None:  # never past the recipe's max_steps (a refit at its last step asks +1)
+                self.max_steps = min(self.max_steps, new_end)
+                self.end = min(self.end, self.max_steps)
+                at_log = at_log or step == self.end  # a stop on time logs its last window
+        return at_log
+
+    def end_of_window(self, bar) -> None:
+        """The one sync of the window: losses and counts summed over processes, logged; and an
+        interim export when one is asked for."""
+        w, acc, world = self.window, self.accelerator, self.world
+        stats = acc.reduce(torch.stack([w.loss, *w.parts.values()]).double(), reduction="sum").tolist()
+        counts = acc.reduce(torch.tensor([w.tokens, w.src, w.tgt, w.examples], dtype=torch.float64,
+                                         device=acc.device), reduction="sum").tolist()
+        secs = max(time.perf_counter() - w.started, 1e-9)
+        self.last = {"step": self.state.step, "loss": stats[0] / world / w.n,
+                     **{k: v / world / w.n for k, v in zip(w.parts, stats[1:])},
+                     "lr": self.scheduler.get_last_lr()[0], "tokens_per_s": counts[0] / secs,
+                     "examples_per_s": counts[3] / secs, "steps_per_s": w.n / secs,
+                     "tflops": (self.flops_src * counts[1] + self.flops_tgt * counts[2]) / secs / 1e12,
+                     "data_wait": w.wait / secs, "examples": self.state.examples,
+                     "position": self.state.position.state_dict()}
+        self.record(self.last)
+        bar.set_postfix(loss=f"{self.last['loss']:.3f}", ex_s=f"{self.last['examples_per_s']:.0f}",
+                        wait=f"{self.last['data_wait']:.0%}")
+        request = self.out / EXPORT_REQUEST
+        if self.main_proc and request.is_file():
+            with self.budget.paused():
+                self.save_model(self.out / "interim")
+            request.unlink(missing_ok=True)
+            self.log(f"interim/ exported at step {self.state.step}")
+        self.window = self.fresh_window()
+
+    def evaluate_and_save(self) -> None:
+        """At their steps: stable/ where the decay starts, dev evaluation and selection, a checkpoint."""
+        tc, step, max_steps = self.tc, self.state.step, self.max_steps
+        due = lambda every: bool(every) and (step % every == 0 or step == max_steps)  # noqa: E731
+        t_pause = time.perf_counter()
+        with self.budget.paused():  # evaluating and saving are not training time, nor step time
+            if self.wsd and step == max_steps - self.decay_steps(max_steps) and self.main_proc:
+                self.save_model(self.out / "stable")  # the stable phase's end: what the next run continues
+            f05, approx, loss = due(tc["eval_f05_every"]), due(tc["eval_approx_every"]), due(tc["eval_every"])
+            if self.dev is not None and (f05 or approx or loss):
+                result = self.evaluate(f05, approx)
+                if self.main_proc:
+                    self.select(result)
+                    self.record(result)
+                    self.log(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in result.items()))
+            if step % tc["save_every"] == 0 or step in (max_steps, self.stop_after):
+                self.state.budget = self.budget.state()
+                self.save_checkpoint()
+        self.window.started += time.perf_counter() - t_pause
+
+    # ------------------------------------------------------------------------------- phases
+    def record(self, entry: dict) -> None:
+        if self.log_file:
+            self.log_file.write(json.dumps(entry) + "\n")
+            self.log_file.flush()
+
+    def save_model(self, dest: Path, net: torch.nn.Module | None = None) -> None:
+        if self.main_proc:
+            export(net or self.net, self.tok, dest, {"step": self.state.step, "best": self.state.best,
+                                                     "select_on": self.select_on, "examples": self.state.examples})
+
+    def evaluate(self, f05: bool, approx: bool) -> dict:
+        result: dict = {"step": self.state.step}
+        if self.main_proc and self.dev is not None:
+            net, kind, tok, dev, autocast = self.net, self.kind, self.tok, self.dev, self.accelerator.autocast
+            max_length = self.cfg["data"]["max_length"]
             net.eval()
-            result.update(dev_loss(net, kind, tok, dev, accelerator.device, accelerator.autocast))
+            result.update(dev_loss(net, kind, tok, dev, self.accelerator.device, autocast))
             if approx:
-                result.update(dev_approx_f05(net, kind, tok, dev, accelerator.autocast, cfg["data"]["max_length"]))
+                result.update(dev_approx_f05(net, kind, tok, dev, autocast, max_length))
             if f05:
-                result.update(dev_f05(net, kind, tok, dev, accelerator.autocast, cfg["data"]["max_length"]))
+                result.update(dev_f05(net, kind, tok, dev, autocast, max_length))
             net.train()
-        accelerator.wait_for_everyone()
+        self.accelerator.wait_for_everyone()
         return result
 
-    def maybe_select(result: dict) -> None:
-        key = {"f05": "dev_f05", "approx_f05": "dev_approx_f05"}.get(select_on, "dev_loss")
+    def select(self, result: dict) -> None:
+        key = {"f05": "dev_f05", "approx_f05": "dev_approx_f05"}.get(self.select_on, "dev_loss")
         if key not in result:
             return
         score = -result[key] if key == "dev_loss" else result[key]
-        if state.best is None or score > state.best:
-            state.best, state.best_step = score, state.step
-            save_model(out / "best")
+        if self.state.best is None or score > self.state.best:
+            self.state.best, self.state.best_step = score, self.state.step
+            self.save_model(self.out / "best")
             result["new_best"] = True
 
-    def save_checkpoint() -> None:
-        ckpt = out / "checkpoints" / f"step-{state.step}"
-        accelerator.save_state(str(ckpt))
-        if main_proc:
-            if ema is not None:
-                torch.save(ema.state_dict(), ckpt / "ema.pt")
-            (ckpt / "state.json").write_text(json.dumps(state.state_dict()) + "\n")
-            for old in checkpoints(out)[:-max(1, tc["keep_last"])]:
+    def save_checkpoint(self) -> None:
+        ckpt = self.out / "checkpoints" / f"step-{self.state.step}"
+        self.accelerator.save_state(str(ckpt))
+        if self.main_proc:
+            if self.ema is not None:
+                torch.save(self.ema.state_dict(), ckpt / "ema.pt")
+            (ckpt / "state.json").write_text(json.dumps(self.state.state_dict()) + "\n")
+            for old in checkpoints(self.out)[:-max(1, self.tc["keep_last"])]:
                 shutil.rmtree(old, ignore_errors=True)
-        accelerator.wait_for_everyone()
+        self.accelerator.wait_for_everyone()
 
-    batches = Batches(cfg, data_root, state.position, log)
-    per_step = world * tc["grad_accum"]
-    end = min(max_steps, stop_after) if stop_after is not None else max_steps
-    bar = tqdm(total=end, initial=state.step, disable=not main_proc, desc="train", dynamic_ncols=True)
-    model.train()
-    last: dict = {}
-    zero = lambda: torch.zeros((), device=accelerator.device)  # noqa: E731
-
-    def fresh_window() -> dict:
-        return {"loss": zero(), "parts": {}, "n": 0, "tokens": 0, "src": 0, "tgt": 0, "examples": 0,
-                "wait": 0.0, "started": time.perf_counter()}
-
-    window = fresh_window()
-    try:
-        while state.step < end:
-            got = []
-            for _ in range(per_step):
-                batch, waited = batches.next()
-                budget.begin()  # the clock starts at the first batch: the data's start-up is not training
-                got.append(batch)
-                window["wait"] += waited
-            mine = got[rank::world]
-            for i, ready in enumerate(mine):
-                inputs = ready.to(accelerator.device)
-                edit_mask = inputs.pop("edit_mask", None)
-                sync = i == len(mine) - 1
-                with (contextlib.nullcontext() if sync else accelerator.no_sync(model)):
-                    if edit_mask is None:
-                        output = model(**inputs)
-                        loss = output.loss
-                    else:  # the model's own (unweighted) loss is not computed: no labels passed
-                        labels = inputs.pop("labels")
-                        decoder_input_ids = accelerator.unwrap_model(model)._shift_right(labels)
-                        output = model(**inputs, decoder_input_ids=decoder_input_ids)
-                        loss = weighted_loss(output.logits, labels, edit_mask, edit_weight)
-                    accelerator.backward(loss / len(mine))
-                window["loss"] += loss.detach() / len(mine)  # stays on the device: no sync
-                for k, v in component_losses(output).items():
-                    window["parts"][k] = window["parts"].get(k, zero()) + v.detach() / len(mine)
-                window["tokens"] += ready.tokens
-                window["src"] += ready.source_tokens
-                window["tgt"] += ready.target_tokens
-                window["examples"] += ready.examples
-            if tc["max_grad_norm"]:
-                accelerator.clip_grad_norm_(model.parameters(), tc["max_grad_norm"])
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            if ema is not None:
-                ema.update_parameters(accelerator.unwrap_model(model))
-            state.step += 1
-            state.position = got[-1].position
-            state.examples += sum(b.examples for b in got)
-            window["n"] += 1
-            bar.update(1)
-
-            at_log = state.step % tc["log_every"] == 0 or state.step == end
-            elapsed = budget.elapsed()
-            if world > 1 and at_log:  # every process takes the same decision: the slowest clock
-                elapsed = float(accelerator.gather(torch.tensor([elapsed], device=accelerator.device)).max())
-            if world == 1 or at_log:
-                new_end = budget.check(state.step, elapsed, scheduler, make_scheduler, log)
-                if new_end is not None:  # never past the recipe's max_steps (a refit at its last step asks +1)
-                    max_steps = min(max_steps, new_end)
-                    end = min(end, max_steps)
-                    at_log = at_log or state.step == end  # a stop on time logs its last window
-            if tc["log_batches"]:
-                record({"step": state.step, "batches": batch_hash([b.ids for b in got]), "n_batches": len(got),
-                        "loss_local": float(loss.detach())})
-            if at_log:
-                # the one sync of the window: the losses, summed over processes
-                stats = torch.stack([window["loss"], *window["parts"].values()]).double()
-                stats = accelerator.reduce(stats, reduction="sum").tolist()
-                counts = accelerator.reduce(torch.tensor([window["tokens"], window["src"], window["tgt"],
-                                                          window["examples"]], dtype=torch.float64,
-                                                         device=accelerator.device), reduction="sum").tolist()
-                n, secs = window["n"], max(time.perf_counter() - window["started"], 1e-9)
-                last = {"step": state.step, "loss": stats[0] / world / n,
-                        **{k: v / world / n for k, v in zip(window["parts"], stats[1:])},
-                        "lr": scheduler.get_last_lr()[0], "tokens_per_s": counts[0] / secs,
-                        "examples_per_s": counts[3] / secs, "steps_per_s": n / secs,
-                        "tflops": (flops_src * counts[1] + flops_tgt * counts[2]) / secs / 1e12,
-                        "data_wait": window["wait"] / secs, "examples": state.examples,
-                        "position": state.position.state_dict()}
-                record(last)
-                bar.set_postfix(loss=f"{last['loss']:.3f}", ex_s=f"{last['examples_per_s']:.0f}",
-                                wait=f"{last['data_wait']:.0%}")
-                window = fresh_window()
-            do_f05 = bool(tc["eval_f05_every"]) and (state.step % tc["eval_f05_every"] == 0 or state.step == max_steps)
-            do_approx = bool(approx_every) and (state.step % approx_every == 0 or state.step == max_steps)
-            do_loss = bool(tc["eval_every"]) and (state.step % tc["eval_every"] == 0 or state.step == max_steps)
-            t_pause = time.perf_counter()
-            with budget.paused():  # evaluating and saving are not training time, nor step time
-                if wsd and state.step == max_steps - decay_steps(max_steps) and main_proc:
-                    save_model(out / "stable")  # the stable phase's end: what the next run continues
-                if dev is not None and (do_loss or do_f05 or do_approx):
-                    result = evaluate(do_f05, do_approx)
-                    if main_proc:
-                        maybe_select(result)
-                        record(result)
-                        log(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in result.items()))
-                if state.step % tc["save_every"] == 0 or state.step in (max_steps, stop_after):
-                    state.budget = budget.state()
-                    save_checkpoint()
-            window["started"] += time.perf_counter() - t_pause
-    finally:
-        batches.close()
-    bar.close()
-    if state.step >= end:
-        save_model(out / "last")  # also at --stop-after: a model directory of the newest weights
-        if wsd and state.step >= max_steps and not (out / "stable").exists() and main_proc:
-            log("stopped before the decay began: stable/ is the last model")  # a series never loses a run
-            shutil.copytree(out / "last", out / "stable")
-        if ema is not None:  # the weights' average, scored like the checkpoints (a lever to measure)
-            save_model(out / "ema", ema.module)
-            if dev is not None and approx_every and main_proc:
-                ema.module.eval()
-                scored = dev_approx_f05(ema.module, kind, tok, dev, accelerator.autocast, cfg["data"]["max_length"])
-                record({"step": state.step, **{f"ema_{k}": v for k, v in scored.items()}})
-    if state.step >= max_steps:
-        if dev is None or not (out / "best").exists():
-            save_model(out / "best")  # nothing to select on: the final model is the best we know
-    accelerator.wait_for_everyone()
-    if log_file:
-        log_file.close()
-    accelerator.end_training()
-    return {"step": state.step, "last": last, "best": state.best, "best_step": state.best_step,
-            "examples": state.examples}
+    def finish(self) -> dict:
+        """last/ (and stable/, ema/ as the recipe asks), best/ when nothing selected one; the summary."""
+        out, state = self.out, self.state
+        if state.step >= self.end:
+            self.save_model(out / "last")  # also at --stop-after: a model directory of the newest weights
+            if self.wsd and state.step >= self.max_steps and not (out / "stable").exists() and self.main_proc:
+                self.log("stopped before the decay began: stable/ is the last model")  # a series never loses a run
+                shutil.copytree(out / "last", out / "stable")
+            if self.ema is not None:  # the weights' average, scored like the checkpoints (a lever to measure)
+                self.save_model(out / "ema", self.ema.module)
+                if self.dev is not None and self.tc["eval_approx_every"] and self.main_proc:
+                    self.ema.module.eval()
+                    scored = dev_approx_f05(self.ema.module, self.kind, self.tok, self.dev, self.accelerator.autocast,
+                                            self.cfg["data"]["max_length"])
+                    self.record({"step": state.step, **{f"ema_{k}": v for k, v in scored.items()}})
+        if state.step >= self.max_steps and (self.dev is None or not (out / "best").exists()):
+            self.save_model(out / "best")  # nothing to select on: the final model is the best we know
+        self.accelerator.wait_for_everyone()
+        if self.log_file:
+            self.log_file.close()
+        self.accelerator.end_training()
+        return {"step": state.step, "last": self.last, "best": state.best, "best_step": state.best_step,
+                "examples": state.examples}
 
 
 if __name__ == "__main__":
