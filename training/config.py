@@ -25,7 +25,8 @@ A recipe has three sections (see configs/ for complete ones; ``--set train.lr=3e
             (with schedule warmup_stable_decay: the last share of the steps decays linearly to 0,
             and the model where the decay starts is exported as stable/, a series' continuation),
             compile (torch.compile the step's forward; eager again if the first compiled step fails),
-            loss_chunk_tokens (target tokens per chunk of the T5's loss: training.step)
+            loss_chunk_tokens (target tokens per chunk of the T5's loss: training.step), bench_steps
+            (time the step's variants while the data starts, training.step_bench; 0: no)
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ DEFAULTS: dict[str, Any] = {
         "log_every": 10, "eval_every": 500, "eval_f05_every": None, "eval_approx_every": None,
         "select_on": None, "log_batches": False, "position_bias_lr_scale": 1.0, "position_prior": 0.0,
         "max_minutes": None, "ema_decay": None, "edit_weight": 1.0, "decay_share": None,
-        "compile": False, "loss_chunk_tokens": 8192,
+        "compile": False, "loss_chunk_tokens": 8192, "bench_steps": 0,
     },
 }
 

@@ -23,8 +23,8 @@ What the output directory holds::
     last/                  model + tokenizer at the end of training (or at --stop-after)
     stable/                model + tokenizer where the decay starts (schedule warmup_stable_decay)
     ema/                   the weights' moving average at the end (train.ema_decay)
-    interim/               the newest weights, exported when a file EXPORT appears (a lease's
-                           first call collects it while the run goes on; EXPORT is then removed)
+    interim/               the newest weights, exported at the step after a file EXPORT appears (a
+                           lease's first call collects it while the run goes on; EXPORT is removed)
 
 Running the same command again resumes from the newest complete checkpoint: model, optimizer,
 scheduler, RNG states and the data position (``data_mixture.Position``) are restored, so the
@@ -60,6 +60,7 @@ from training.data import Batches, build_dev, tokenizer_path
 from training.dev import dev_approx_f05, dev_f05, dev_loss
 from training.models import ModelKind, add_position_prior, component_losses, param_groups
 from training.step import T5Loss
+from training.step_bench import bench_step
 
 EXPORT_REQUEST = "EXPORT"  # a file in the output directory: export interim/ at the next log step
 
@@ -162,7 +163,9 @@ class Trainer:
         self.select_on = self.tc["select_on"] or ("f05" if self.tc["eval_f05_every"] else
                                                   "approx_f05" if self.tc["eval_approx_every"] else "loss")
         self.log_file = open(out / "log.jsonl", "a", encoding="utf-8") if self.main_proc else None
-        self.batches = Batches(cfg, data_root, self.state.position, self.log)
+        self.batches = Batches(cfg, data_root, self.state.position, self.log)  # a loader process starts
+        if self.tc["bench_steps"] and self.kind.name == "t5" and self.world == 1 and not self.state.step:
+            self.bench()  # while the loader makes its first pool
         self.end = min(self.max_steps, stop_after) if stop_after is not None else self.max_steps
         self.last: dict = {}
 
@@ -217,7 +220,7 @@ class Trainer:
         self.model, self.optimizer = acc.prepare(trained, self.optimizer)
         self.forward, self.compile_proven = self.model, False
         if tc["compile"]:
-            self.forward = torch.compile(self.model)
+            self.forward = torch.compile(self.model, dynamic=True)  # one graph for every batch shape
         self.ema = ema_of(self.net, tc["ema_decay"])
 
     def decay_steps(self, total: int) -> int:
@@ -240,6 +243,19 @@ class Trainer:
         if self.ema is not None and (found[-1] / "ema.pt").is_file():
             self.ema.load_state_dict(torch.load(found[-1] / "ema.pt", map_location=self.accelerator.device))
 
+    def bench(self) -> None:
+        """The step's variants timed while the data starts (training.step_bench); compiled
+        training only where compiling was faster."""
+        compiled = self.forward if self.forward is not self.model else None
+        result = bench_step(self.net, self.model, compiled, self.accelerator.autocast,
+                            self.cfg["data"]["batch_tokens"], self.tc["bench_steps"], self.accelerator.device, self.log)
+        self.record({"step": 0, "bench": result})
+        if compiled is not None and result["compile_faster"] is False:
+            self.log("compiled is not faster here: training eager")
+            self.forward = self.model
+        if compiled is not None and result["compile_faster"]:
+            self.compile_proven = True
+
     # ------------------------------------------------------------------------------- the loop
     def run(self) -> dict:
         bar = tqdm(total=self.end, initial=self.state.step, disable=not self.main_proc, desc="train", dynamic_ncols=True)
@@ -256,6 +272,7 @@ class Trainer:
                                  "n_batches": len(got), "loss_local": float(loss)})
                 if at_log:
                     self.end_of_window(bar)
+                self.export_if_asked()
                 self.evaluate_and_save()
         finally:
             self.batches.close()
@@ -339,8 +356,7 @@ class Trainer:
         return at_log
 
     def end_of_window(self, bar) -> None:
-        """The one sync of the window: losses and counts summed over processes, logged; and an
-        interim export when one is asked for."""
+        """The one sync of the window: losses and counts summed over processes, logged."""
         w, acc, world = self.window, self.accelerator, self.world
         stats = acc.reduce(torch.stack([w.loss, *w.parts.values()]).double(), reduction="sum").tolist()
         counts = acc.reduce(torch.tensor([w.tokens, w.src, w.tgt, w.examples], dtype=torch.float64,
@@ -356,13 +372,16 @@ class Trainer:
         self.record(self.last)
         bar.set_postfix(loss=f"{self.last['loss']:.3f}", ex_s=f"{self.last['examples_per_s']:.0f}",
                         wait=f"{self.last['data_wait']:.0%}")
+        self.window = self.fresh_window()
+
+    def export_if_asked(self) -> None:
+        """interim/ when a file EXPORT has appeared (a stat a step: nothing beside a GPU step)."""
         request = self.out / EXPORT_REQUEST
         if self.main_proc and request.is_file():
             with self.budget.paused():
                 self.save_model(self.out / "interim")
             request.unlink(missing_ok=True)
             self.log(f"interim/ exported at step {self.state.step}")
-        self.window = self.fresh_window()
 
     def evaluate_and_save(self) -> None:
         """At their steps: stable/ where the decay starts, dev evaluation and selection, a checkpoint."""

@@ -444,6 +444,31 @@ def test_synthetic_parts_feed_more_workers_than_shards_in_the_same_order(tmp_pat
     assert all(b.tokens == int(b.arrays["attention_mask"].sum() + (b.arrays["labels"] != -100).sum()) for b in here)
 
 
+def test_the_step_bench_times_the_variants_while_the_data_starts(tmp_path, data_dir, tokenizer_dir):
+    """train.bench_steps: transformers' forward and the no-sync step timed at batch_tokens and twice
+    it before the first batch, the no-sync step checked for host reads; training unchanged by it."""
+    plain = run(tmp_path / "plain", data_dir, tokenizer_dir, "--max-steps", "6", "--set", "train.eval_every=0")
+    benched = run(tmp_path / "benched", data_dir, tokenizer_dir, "--max-steps", "6", "--set", "train.eval_every=0",
+                  "--set", "train.bench_steps=1")
+    bench = next(e["bench"] for e in log(tmp_path / "benched") if "bench" in e)
+    assert set(bench["variants"]) == {f"{v}@{t}" for v in ("hf", "nosync") for t in (512, 1024)}
+    assert all(v["ms"] > 0 for v in bench["variants"].values()) and bench["sync_free"] is True
+    assert bench["compile_faster"] is None  # nothing compiled
+    assert benched["last"]["loss"] == plain["last"]["loss"]  # the bench left the weights alone
+
+
+def test_a_compiler_that_fails_leaves_the_run_eager(tmp_path, data_dir, tokenizer_dir, monkeypatch, capsys):
+    def broken(module, **kwargs):
+        def fails(*args, **kwargs):
+            raise RuntimeError("no compiler here")
+        return fails
+
+    monkeypatch.setattr(torch, "compile", broken)
+    summary = run(tmp_path / "run", data_dir, tokenizer_dir, "--max-steps", "6", "--set", "train.eval_every=0",
+                  "--set", "train.compile=true")
+    assert summary["step"] == 6 and "torch.compile failed at the first step" in capsys.readouterr().err
+
+
 def test_edit_mask_marks_the_labels_that_change_the_source_and_weights_them():
     from training.step import chunked_cross_entropy
 

@@ -3,7 +3,7 @@
 A lease: one GPU machine, 15 minutes of device time from its start (30 until 2026-11), one call at
 most 10 minutes, the machine given back 30 s after a call ends unless another follows; a call
 carries the repository and named git-ignored folders (64 MiB in all) and brings back at most 8
-files of 16 MiB. ``python -m training.lease`` fits a whole training into that, in five commands::
+files of 16 MiB. ``python -m training.lease`` fits a whole training into that, in six commands::
 
     here     prepare    check the continuation checkpoint, park the shipped bundle; .lease/: M2 files,
                         this lease's Wikipedia slice (>= 700k sentences), the lexicon, the wheels;
@@ -11,15 +11,18 @@ files of 16 MiB. ``python -m training.lease`` fits a whole training into that, i
     device   start      unpack (the continuation checked again), install the wheels, start the
                         plan's stages detached, return  (~0.5 min)
     device   wait       follow the log for up to the plan's minutes, returning when it ends
-    device   collect    stop what still runs, ship bf16, dev loss, shards (xz) + manifest -> $OUT
+    device   collect    --interim (call 1): the running stage's newest weights, the run goes on;
+                        else (call 2): stop what still runs, ship bf16, dev loss, the CUDA checks
+                        (--check-minutes), shards (xz) + manifest -> $OUT
     here     join       check the sha256s, rebuild the bundle, pack the new continuation checkpoint,
                         unpark, load it with Corrector, add the lease's row to reports/lease-log.md
+    here     finetune   the lease's T5 fine-tuned on W&I + FCE train on CPU, detached and resumable,
+                        chosen by ERRANT; --report: against the shipped T5, paired bootstrap
 
-The plan (configs/lease-gpu.yaml): a warmup-stable-decay schedule across leases. Its stable stage
-continues the series from training/continuation/t5.tar.xz (``continuation``); a decay stage and a
-fine-tuning stage, chosen by the approximate dev F0.5 (training.dev), give the candidate, which is
-evaluated with ERRANT here and shipped only if it beats the shipped T5 (paired bootstrap).
-Modules: plan (the plan file), prepare, park (the bundle out of what travels), continuation, run
-(start, the detached recipe, wait), collect, shards (split and join), imports (the lent machine's
-packages, checked in CPU runs), join.
+The plan (configs/lease-gpu.yaml): a warmup-stable-decay schedule across leases. Its one stage
+continues the series from training/continuation/t5.tar.xz (``continuation``) and trains through
+both calls; its decayed end, fine-tuned here (``finetune``), is the candidate, shipped only if it
+beats the shipped T5 (paired bootstrap). Modules: plan (the plan file), prepare, park (the bundle
+out of what travels), continuation, run (start, the detached recipe, wait), collect, checks,
+shards (split and join), imports (the lent machine's packages, checked in CPU runs), join, finetune.
 """

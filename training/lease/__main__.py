@@ -5,6 +5,7 @@
     python3 -m training.lease wait --minutes 7              # device (the plan's wait_minutes)
     python3 -m training.lease collect --out "$OUT"          # device; prepare prints these as one call
     python -m training.lease join FILES_AT runs/lease-bundle    # here
+    python -m training.lease finetune runs/lease-bundle/t5      # here: the gold fine-tune, detached
 
 Each command imports its module when it runs: ``start`` runs before the carried wheels are
 installed, and ``collect`` imports the training code only after they are on the path.
@@ -64,6 +65,10 @@ def parser() -> argparse.ArgumentParser:
     c = sub.add_parser("collect", help="device: ship, evaluate, write shards and manifest")
     c.add_argument("--run-dir", **run_dir)
     c.add_argument("--out", required=True, help="the folder that comes back ($OUT)")
+    c.add_argument("--interim", action="store_true",
+                   help="the running stage's newest weights; the recipe goes on (a lease's first call)")
+    c.add_argument("--check-minutes", type=float, default=0.0,
+                   help="also the CUDA checks at batch 32 within this long, reports in the logs' file")
 
     k = sub.add_parser("checks", help="device, second call: speculative == greedy and profiles on the GPU")
     k.add_argument("--run-dir", **run_dir)
@@ -77,6 +82,13 @@ def parser() -> argparse.ArgumentParser:
     j.add_argument("dest", help="the bundle directory to write")
     j.add_argument("--continuation", default=str(CONTINUATION), help="where the new continuation checkpoint goes")
     j.add_argument("--log", default=str(LEASE_LOG), help="the lease log the lease's row is added to")
+    f = sub.add_parser("finetune", help="here: a lease's T5 fine-tuned on W&I + FCE in the background; --report compares")
+    f.add_argument("model", help="the lease's T5 (runs/lease-bundle/t5), or with --report the fine-tune's folder")
+    f.add_argument("--out", default="runs/lease-ft", help="the fine-tune's folder (default runs/lease-ft)")
+    f.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a recipe override, repeatable")
+    f.add_argument("--foreground", action="store_true", help="train in this process (default: detached)")
+    f.add_argument("--report", action="store_true", help="evaluate best/ against the shipped T5 (paired bootstrap)")
+    f.add_argument("--data-dir", help="corpus folder (default $EDITSPEC_DATA or ../shared/data)")
     sub.add_parser("park", help="here: the shipped bundle out of the index, so that it does not travel")
     sub.add_parser("unpark", help="here: the shipped bundle tracked again, as HEAD has it")
 
@@ -117,13 +129,19 @@ def run(args: argparse.Namespace) -> int:
         carried = read_json(run_dir / "lease.json").get("guard")
         with guarded(carried) if carried is not None else contextlib.nullcontext():
             from training.lease.collect import collect
-            collect(run_dir, Path(args.out))
+            collect(run_dir, Path(args.out), args.interim, args.check_minutes)
     elif args.command == "checks":
         from training.lease.checks import checks
         return checks(run_dir, Path(args.out), args.limit, args.device, args.minutes)
     elif args.command == "join":
         from training.lease.join import main as join_main
         join_main(Path(args.src), Path(args.dest), Path(args.continuation), Path(args.log))
+    elif args.command == "finetune":
+        from training.lease import finetune
+        if args.report:
+            finetune.report(Path(args.model), Path(args.data_dir) if args.data_dir else None)
+            return 0
+        return finetune.start(Path(args.model), Path(args.out), args.set, args.foreground)
     elif args.command in ("park", "unpark"):
         from training.lease import park
         getattr(park, args.command)()

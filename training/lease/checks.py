@@ -45,8 +45,9 @@ def summary(report: dict, batch: int) -> list[str]:
     return lines
 
 
-def checks(run_dir: Path, out: Path, limit: int = 200, device: str = "cuda", minutes: float = 3.0,
+def checks(run_dir: Path, out: Path | None, limit: int = 200, device: str = "cuda", minutes: float = 3.0,
            batches: tuple[int, ...] = (1, 32)) -> int:
+    """The profiles into run_dir/checks, packed into ``out`` (None: left there, for collect's logs)."""
     deadline, work, failed = time.time() + 60 * minutes, run_dir / "checks", 0
     lines = []
     for batch in batches:
@@ -69,8 +70,10 @@ def checks(run_dir: Path, out: Path, limit: int = 200, device: str = "cuda", min
         failed += sum(1 for e in result["modes"].values()  # the share of sentences equal to greedy's
                       if e.get("status") == "ok" and e.get("identical_to_t5") is not None and e["identical_to_t5"] < 1)
         lines += summary(result, batch)
-        pack(work, out)  # after each profile: a call cut short still brings back what finished
-    pack(work, out)
+        if out is not None:
+            pack(work, out)  # after each profile: a call cut short still brings back what finished
+    if out is not None:
+        pack(work, out)
     print("\n".join(lines), flush=True)
     return 1 if failed else 0
 

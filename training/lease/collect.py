@@ -32,6 +32,7 @@ from editspec.modeling.t5 import default_device
 from editspec.tokenization.tokens import load_tokenizer
 from training.lease.plan import REPO_ROOT, load_plan, repo_model
 from training.lease.run import environment, read_json, stop
+from training.train import EXPORT_REQUEST
 from training.lease.shards import check_sizes, split
 from training.config import load_config
 from training import dev as training_dev
@@ -39,6 +40,32 @@ from training.data import build_dev
 from training.models import ModelKind
 
 LOGS = "lease-logs.tar.xz"
+
+
+def ship_interim(run_dir: Path, plan: dict, carried: list[str] | None, seconds: float = 120) -> dict[str, str]:
+    """Ask the running continuation stage for its newest weights (training.train's EXPORT file) and
+    ship them as the bundle's T5, which is also the next continuation if no later call collects:
+    the stage is still in its stable phase; the recipe goes on."""
+    stage = plan["continuation"].partition("/")[0]
+    request, interim = run_dir / stage / EXPORT_REQUEST, run_dir / stage / "interim"
+    request.parent.mkdir(parents=True, exist_ok=True)
+    request.touch()
+    deadline = time.time() + seconds
+    while request.exists() and time.time() < deadline and read_json(run_dir / "status.json").get("state") == "running":
+        time.sleep(1)
+    if request.exists() or not (interim / "config.json").is_file():
+        request.unlink(missing_ok=True)
+        if read_json(run_dir / "status.json").get("state") != "running":
+            return {}  # the run ended first: its final models are better than an interim
+        raise SystemExit(f"[collect] {stage} exported no interim/ within {seconds:.0f} s")
+    bundle = run_dir / "bundle"
+    shutil.rmtree(bundle, ignore_errors=True)
+    guard = ["--guard", ",".join(carried)] if carried is not None else []
+    subprocess.run([sys.executable, "-m", "training.lease", "exec", *guard, "training.ship", str(interim),
+                    str(bundle / "t5")], check=True, cwd=REPO_ROOT, env=environment(run_dir))
+    load_tokenizer(bundle / "t5").save_pretrained(bundle / "tokenizer")
+    shutil.copy(DEFAULT_MODEL / "corrector_config.json", bundle / "corrector_config.json")
+    return {"t5": f"{stage}/interim", "continuation": f"{stage}/interim"}
 
 
 def ship(run_dir: Path, plan: dict, carried: list[str] | None) -> dict[str, str]:
@@ -96,20 +123,26 @@ def best_approx(stage_dir: Path) -> dict:
 
 
 def stage_summary(stage_dir: Path) -> dict | None:
-    """A stage's rates for the lease log: steps, pairs seen, and the means over its logged windows
-    after the first (start-up) of pairs/s, tokens/s, TFLOP/s and the share of time waiting for data."""
-    steps = [e for e in log_entries(stage_dir) if "loss" in e]
+    """A stage's rates for the lease log: steps, pairs seen, training minutes (its log windows'
+    steps over their rates), the means over its logged windows after the first (start-up) of
+    pairs/s, tokens/s, TFLOP/s and the share of time waiting for data, and its step bench."""
+    entries = log_entries(stage_dir)
+    steps = [e for e in entries if "loss" in e]
     if not steps:
         return None
     warm = steps[1:] or steps
     mean = lambda key: sum(e.get(key, 0.0) for e in warm) / len(warm)  # noqa: E731
+    seconds = sum((e["step"] - before["step"]) / max(e["steps_per_s"], 1e-9)
+                  for before, e in zip([{"step": 0}, *steps], steps) if e.get("steps_per_s"))
     return {"step": steps[-1]["step"], "loss": steps[-1]["loss"], "examples": steps[-1].get("examples"),
-            "examples_per_s": mean("examples_per_s"), "tokens_per_s": mean("tokens_per_s"),
-            "tflops": mean("tflops"), "data_wait": mean("data_wait"), "steps_per_s": mean("steps_per_s")}
+            "minutes": seconds / 60, "examples_per_s": mean("examples_per_s"), "tokens_per_s": mean("tokens_per_s"),
+            "tflops": mean("tflops"), "data_wait": mean("data_wait"), "steps_per_s": mean("steps_per_s"),
+            "bench": next((e["bench"] for e in entries if "bench" in e), None)}
 
 
 def logs(run_dir: Path, plan: dict, dest: Path) -> None:
     names = ["recipe.log", "status.json", "lease.json", "prepared.json", "eval.json"]
+    names += sorted(p.relative_to(run_dir).as_posix() for p in (run_dir / "checks").rglob("report.*"))
     for s in plan["stages"]:
         names += [f"{s['name']}/{n}" for n in ("config.yaml", "log.jsonl", "best/training.json", "last/training.json",
                                                "ema/training.json")]
@@ -119,19 +152,27 @@ def logs(run_dir: Path, plan: dict, dest: Path) -> None:
                 tar.add(run_dir / name, name)
 
 
-def collect(run_dir: Path, out: Path) -> dict:
+def collect(run_dir: Path, out: Path, interim: bool = False, check_minutes: float = 0.0) -> dict:
+    """What the lease made into ``out``; ``interim``: the running stage's newest weights, the recipe
+    left running (a lease's first call), unless it has already ended; ``check_minutes``: the CUDA
+    checks (training.lease.checks) of the shipped T5 at batch 32 too, their reports in the logs'
+    file (a call brings back 8 files, which two T5s' shards and the rest already take)."""
     lease = read_json(run_dir / "lease.json")
     if not lease:
         raise SystemExit(f"no lease in {run_dir}: nothing to collect")
     plan = load_plan(Path(lease["plan"]))
-    if stop(run_dir):
-        print("[collect] the recipe was still running: stopped; collecting the stages' best/")
+    interim = interim and read_json(run_dir / "status.json").get("state") == "running"
+    shipped = ship_interim(run_dir, plan, lease["guard"]) if interim else {}
+    interim = bool(shipped)
+    if not interim:
+        if stop(run_dir):
+            print("[collect] the recipe was still running: stopped; collecting the stages' best/")
+        shipped = ship(run_dir, plan, lease["guard"])
     status = read_json(run_dir / "status.json")
-    shipped = ship(run_dir, plan, lease["guard"])
     device = default_device()
     data = default_data_dir(run_dir / "data")
-    evaluation = {kind: {"stage": stage, **dev_loss(run_dir / "bundle" / kind, run_dir / stage, data, device),
-                         **best_approx(run_dir / stage)}
+    evaluation = {kind: {"stage": stage, **(best_approx(run_dir / stage) if not interim else {}),
+                         **dev_loss(run_dir / "bundle" / kind, run_dir / stage.partition("/")[0], data, device)}
                   for kind, stage in shipped.items() if kind != "continuation" and not repo_model(stage)}
     evaluation["note"] = ("dev_approx_f05 is training.dev's approximate F0.5 (no spaCy here), the stage's best: "
                           "ERRANT F0.5 on the CPU machine after `python -m training.lease join` decides")
@@ -144,7 +185,12 @@ def collect(run_dir: Path, out: Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     manifest = split(run_dir / "bundle", out, {"eval": evaluation, "stages": stages, "status": status,
                                                 "prepared": read_json(run_dir / "prepared.json"),
-                                                "continuation": shipped.get("continuation")})
+                                                "continuation": shipped.get("continuation"), "interim": interim})
+    if check_minutes and "t5" in shipped and not interim:  # after the shards: a call cut short keeps the weights
+        from training.lease.checks import checks
+        failed = checks(run_dir, None, device=device.type, minutes=check_minutes, batches=(32,))
+        (run_dir / "checks").mkdir(exist_ok=True)
+        (run_dir / "checks" / "report.failed.json").write_text(json.dumps({"failed": failed}) + "\n")
     logs(run_dir, plan, out / LOGS)
     check_sizes(out)
     total = sum(p.stat().st_size for p in out.iterdir())

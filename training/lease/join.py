@@ -22,27 +22,28 @@ from training.lease import continuation
 from training.lease.park import unpark
 from training.lease.shards import join
 
-HEADER = ("| date | plan | device | pairs/s | tokens/s | TFLOP/s | data wait | pairs seen (series) | "
-          "candidates: approx F0.5 on the device | ERRANT F0.5 here (W&I dev) |\n"
-          "|---|---|---|---:|---:|---:|---:|---:|---|---|\n")
+HEADER = ("| date | plan | device | pairs/s | tokens/s | TFLOP/s | data wait | training minutes | pairs this lease | "
+          "pairs seen (series) | candidates: approx F0.5 on the device | ERRANT F0.5 here (W&I dev) |\n"
+          "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
 
 
 def new_continuation(manifest: dict, bundle: Path, pack: Path) -> dict | None:
     """Pack the lease's stable-phase T5 as the next continuation; its record (None if none came)."""
     stage = manifest.get("continuation")
-    if not stage or not (bundle / "continuation").is_dir():
+    folder = bundle / ("t5" if manifest.get("interim") else "continuation")  # an interim T5 is both
+    if not stage or not folder.is_dir():
         return None
     prepared = manifest.get("prepared") or {}
     before = prepared.get("resumed") or {}
-    trained = json.loads((bundle / "continuation" / "training.json").read_text()) \
-        if (bundle / "continuation" / "training.json").is_file() else {}
+    trained = json.loads((folder / "training.json").read_text()) if (folder / "training.json").is_file() else {}
     meta = {"leases": int(before.get("leases", 0)) + 1,
             "examples": int(before.get("examples", 0)) + int(trained.get("examples", 0)),
             "steps": int(before.get("steps", 0)) + int(trained.get("step", 0)),
             "wiki_next": int(prepared.get("wiki_start", 0)) + int(prepared.get("wiki_sentences", 0)),
-            "stage": stage, "date": date.today().isoformat()}
-    record = continuation.pack_model(bundle / "continuation", meta, pack)
-    shutil.rmtree(bundle / "continuation")
+            "stage": stage, "date": date.today().isoformat(), "this_lease": int(trained.get("examples", 0))}
+    record = continuation.pack_model(folder, meta, pack)
+    if folder.name == "continuation":
+        shutil.rmtree(folder)
     return record
 
 
@@ -54,9 +55,12 @@ def lease_row(manifest: dict, record: dict | None) -> str:
     device = next((v.get("device") for v in (manifest.get("eval") or {}).values() if isinstance(v, dict)), "?")
     plan = (manifest.get("prepared") or {}).get("plan", "?")
     seen = f"{record['examples']:,}" if record else "?"
-    return (f"| {date.today().isoformat()} | {plan} | {device} | {main.get('examples_per_s', 0):,.0f} | "
+    this = f"{record['this_lease']:,}" if record else f"{main.get('examples') or 0:,}"
+    minutes = f"{main['minutes']:.1f}" if main.get("minutes") is not None else "?"
+    interim = " (interim: the first call's)" if manifest.get("interim") else ""
+    return (f"| {date.today().isoformat()} | {plan}{interim} | {device} | {main.get('examples_per_s', 0):,.0f} | "
             f"{main.get('tokens_per_s', 0):,.0f} | {main.get('tflops', 0):.1f} | {main.get('data_wait', 0):.1%} | "
-            f"{seen} | {cands} | pending |\n")
+            f"{minutes} | {this} | {seen} | {cands} | pending |\n")
 
 
 def main(src: Path, dest: Path, pack: Path = continuation.PACK, log: Path | None = None) -> Corrector:

@@ -15,6 +15,9 @@
       - {name: distill, module: training.lease.distill, args: [...]}   another step: python -m MODULE ARGS
     park: false                                       the shipped bundle travels (default: parked)
     wiki: false                                       no Wikipedia slice (default: >= 700k sentences)
+    interim_call: true, wait_minutes: 8,              two calls that the run trains through: start, a wait and
+      final_wait_minutes: 2.5, check_minutes: 1.2     an interim collect (the run goes on); then the rest of
+                                                      the wait, the final collect and the CUDA checks
     one_call: true, wait_minutes: 7                   start, one wait, collect in one device call
     waits: 2, wait_minutes: 9                         or: separate calls, `waits` wait calls (30-minute plan)
 """

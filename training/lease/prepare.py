@@ -227,7 +227,16 @@ def device_calls(folder: Path, plan: dict) -> str:
     env = "PYTHONUNBUFFERED=1 python3 -m training.lease"
     start, collect = f"{env} start --folder {rel}", f'{env} collect --out "$OUT"'
     wait = f"{env} wait --minutes {plan['wait_minutes']}"
-    if plan.get("one_call"):
+    if plan.get("interim_call"):
+        final_wait = f"{env} wait --minutes {plan['final_wait_minutes']}"
+        calls = [("start, wait, collect the interim weights: unpack, train; the run goes on after the call",
+                  {"command": f"{start} && {{ {wait}; w=$?; {collect} --interim && exit $w; }}", "carry": [str(rel)],
+                   "timeout_s": 600}),
+                 ("right after, on the still-warm machine: the run's end, collect (the decayed candidate and the "
+                  "continuation), the CUDA checks",
+                  {"command": f"{final_wait}; {collect} --check-minutes {plan['check_minutes']}", "carry": [str(rel)],
+                   "timeout_s": int(60 * (plan["final_wait_minutes"] + plan["check_minutes"]) + 120)})]
+    elif plan.get("one_call"):
         calls = [("start, wait, collect in one call: unpack, train, ship, dev loss, shards + manifest into $OUT",
                   # collect even when the recipe failed (it ships what the stages saved), never when
                   # start failed (a warm machine could still hold an earlier run); wait's failure is the exit code
@@ -251,8 +260,10 @@ def device_calls(folder: Path, plan: dict) -> str:
         lines.insert(0, f"note: {folder} is outside the repository, which is all a call carries")
     for n, (what, call) in enumerate(calls, 1):
         lines += [f"  {n}. {what}", f"     run {json.dumps(call)}"]
-    lines += ["Then give the machine back (give_back), and here, with the files_at folder of the call that collected:",
-              "  python -m training.lease join FILES_AT runs/lease-bundle"]
+    lines += ["Then give the machine back (give_back), and here, with the files_at folder of the call that collected",
+              "(the last one that did: an interim collect is the lease's result only if the next call failed):",
+              "  python -m training.lease join FILES_AT runs/lease-bundle",
+              "  python -m training.lease finetune runs/lease-bundle/t5      # the gold fine-tune here, in the background"]
     return "\n".join(lines)
 
 
