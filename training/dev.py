@@ -18,7 +18,7 @@ from typing import Any, Sequence
 import torch
 from rapidfuzz.distance import Indel
 
-from editspec.data.features import pad
+from editspec.modeling.tensors import pad
 from editspec.data.m2 import read_blocks
 from editspec.data.corpora import evenly_spaced
 from editspec.decoding.core import greedy

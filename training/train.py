@@ -46,7 +46,7 @@ from transformers import get_scheduler
 from transformers.utils import logging as hf_logging
 
 from editspec.data import corpora
-from editspec.data.features import IGNORE
+from editspec.modeling.tensors import IGNORE
 from editspec.tokenization.tokens import load_tokenizer
 from training.budget import Budget
 from training.checkpoints import TrainState, batch_hash, checkpoints, ema_of, export

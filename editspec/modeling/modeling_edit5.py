@@ -88,7 +88,7 @@ from transformers.modeling_outputs import ModelOutput
 from transformers.utils import logging
 from transformers.models.t5.modeling_t5 import T5Attention, T5Block, T5LayerNorm, T5PreTrainedModel, T5Stack
 
-from editspec.data.features import IGNORE, label_log_probs, pad
+from editspec.modeling.tensors import IGNORE, label_log_probs, pad
 from editspec.modeling.configuration_edit5 import EdiT5Config
 from editspec.modeling.t5 import CACHE_ARG
 from editspec.tokenization.edits import DELETE, KEEP, Edits, realize_aligned
@@ -369,7 +369,7 @@ class EdiT5Model(T5PreTrainedModel):
         decoder_input_ids: torch.LongTensor | None = None,
         rows: torch.LongTensor | None = None,
     ) -> EdiT5Output:
-        """Teacher-forced pass (``editspec.features.collate_edit5`` gives the arguments).
+        """Teacher-forced pass (``editspec.modeling.features.collate_edit5`` gives the arguments).
 
         Gold ``tags`` and ``order_positions`` feed the later steps; the losses are computed
         for the labels given (``tags`` always, ``pointers`` and ``insertion_labels`` if given).

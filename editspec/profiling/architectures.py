@@ -47,7 +47,7 @@ from editspec.decoding.window import WindowPolicy
 from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
 from editspec.profiling.clock import Clock, Recorder, Sample
 from editspec.profiling.drafters import TimedDrafter
-from editspec.data.features import model_inputs
+from editspec.modeling.tensors import model_inputs
 from editspec.profiling.data import batches
 from editspec.profiling.stats import median, summarize, summary
 from editspec.tokenization.edits import KEEP, TooFewMarkers, convert

@@ -8,11 +8,11 @@ from hypothesis import given, settings, strategies as st
 from transformers import AutoModel
 
 from editspec.tokenization.edits import KEEP, Edits, realize
-from editspec.data.features import (
-    IGNORE, collate_edit5, collate_t5, edit5_features, edit5_features_batch, edit5_features_from_ids,
-    t5_features,
+from editspec.modeling.features import (
+    collate_edit5, collate_t5, edit5_features, edit5_features_batch, edit5_features_from_ids, t5_features,
 )
 from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model, decode_order
+from editspec.modeling.tensors import IGNORE
 from editspec.tokenization.tokens import encode, marker_ids
 from tests.helpers import pairs
 

@@ -24,7 +24,7 @@ from transformers import T5Config, T5ForConditionalGeneration, get_scheduler
 from editspec.corrector import Corrector
 from editspec.modeling.modeling_edit5 import EdiT5Model
 from editspec.modeling.t5 import load_t5
-from editspec.data import features
+from editspec.modeling import features
 from editspec.tokenization.tokens import load_tokenizer, marker_ids
 from tests.helpers import sentences
 from training import average, ship
