@@ -207,3 +207,14 @@ A 3 4|||U:PUNCT||||||REQUIRED|||-NONE-|||0
 S It was " great " ( really ) .
 """
 
+
+def errant_from_pairs(sources: list[str], targets: list[str], retokenize: str = "changed"):
+    """An ``ErrantEvaluator`` whose gold edits ERRANT extracts from natural-text (source, target)
+    pairs (``errant_parallel -tok``), for tests that write their gold as text. Imported here, not at
+    the top: spaCy loads only for the tests that score."""
+    from editspec.evaluation.errant import ErrantEvaluator, _spacy_tokens, m2_block, parse_tokens
+
+    src, tgt = [_spacy_tokens(s) for s in sources], [_spacy_tokens(t) for t in targets]
+    docs = parse_tokens(src + tgt)
+    blocks = [m2_block(s, sd, t, td) for s, sd, t, td in zip(src, docs, tgt, docs[len(src):])]
+    return ErrantEvaluator(blocks, sources=sources, retokenize=retokenize)
