@@ -447,7 +447,8 @@ class EdiT5Model(T5PreTrainedModel):
         super()._init_weights(module)  # T5 blocks and norms as in T5; generic init otherwise
         if isinstance(module, EdiT5Model):  # runs after the children: set the heads' scale
             factor = self.config.initializer_factor
-            tagger, pointer, insertion, markers = module.tagger, module.pointer, module.insertion, module.insertion.markers
+            tagger, pointer, insertion = module.tagger, module.pointer, module.insertion
+            markers = insertion.markers
             init.normal_(module.shared.weight, std=factor * 1.0)
             if not self.config.tie_word_embeddings:
                 init.normal_(insertion.lm_head.weight, std=factor * 1.0)

@@ -81,9 +81,8 @@ def tokenizer_path(path: str | os.PathLike) -> str | os.PathLike:
     shipped bundle keeps one copy, which both its models read); a hub id as it is."""
     own = Path(path)
     shared = own.parent / BUNDLE_TOKENIZER
-    if own.is_dir() and not any((own / f).is_file() for f in TOKENIZER_FILES) and (shared / TOKENIZER_FILES[0]).is_file():
-        return shared
-    return path
+    holds_none = own.is_dir() and not any((own / f).is_file() for f in TOKENIZER_FILES)
+    return shared if holds_none and (shared / TOKENIZER_FILES[0]).is_file() else path
 
 
 def load_tokenizer(path: str | os.PathLike) -> PreTrainedTokenizerBase:
