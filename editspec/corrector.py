@@ -74,8 +74,6 @@ from editspec.timing import OFF
 from editspec.tokenization.tokens import encode, marker_ids, unreadable
 
 DEFAULT_MAX_LENGTH = 128  # model input tokens with EOS, when the checkpoint does not say
-EDIT5_TYPES = {"edit5"}
-T5_TYPES = {"t5"}
 
 # -- the corrector --
 

@@ -65,7 +65,7 @@ def overfitted_t5(tokenizer):
     insertions, a swap, replacements, unchanged): (model, sources, targets)."""
     from transformers import T5Config, T5ForConditionalGeneration
 
-    from editspec.data.features import collate_t5, t5_features_batch
+    from editspec.modeling.features import collate_t5, t5_features_batch
     from editspec.decoding import core
 
     torch.manual_seed(0)

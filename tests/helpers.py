@@ -96,18 +96,18 @@ def tiny_edit5(tok, identity: bool = False, max_order_positions: int = 24) -> Ed
     model = EdiT5Model(config)
     if identity:
         with torch.no_grad():
-            model.tag_classifier.weight.zero_()
-            model.tag_classifier.bias.copy_(torch.tensor([-5.0, 5.0]))  # [DELETE, KEEP]
-            model.pointer_query.weight.zero_()
-            model.pointer_query.bias.zero_()
-            for layer in model.decoder.block[0].layer:  # residual stream = start token embedding
+            model.tagger.classifier.weight.zero_()
+            model.tagger.classifier.bias.copy_(torch.tensor([-5.0, 5.0]))  # [DELETE, KEEP]
+            model.pointer.query.weight.zero_()
+            model.pointer.query.bias.zero_()
+            for layer in model.insertion.decoder.block[0].layer:  # residual stream = start token embedding
                 for name in ("SelfAttention", "EncDecAttention"):
                     if hasattr(layer, name):
                         getattr(layer, name).o.weight.zero_()
                 if hasattr(layer, "DenseReluDense"):
                     layer.DenseReluDense.wo.weight.zero_()
-            model.lm_head.weight.zero_()
-            model.lm_head.weight[tok.eos_token_id] = model.shared.weight[config.decoder_start_token_id]
+            model.insertion.lm_head.weight.zero_()
+            model.insertion.lm_head.weight[tok.eos_token_id] = model.shared.weight[config.decoder_start_token_id]
     return model
 
 
@@ -206,3 +206,15 @@ A 3 4|||U:PUNCT||||||REQUIRED|||-NONE-|||0
 
 S It was " great " ( really ) .
 """
+
+
+def errant_from_pairs(sources: list[str], targets: list[str], retokenize: str = "changed"):
+    """An ``ErrantEvaluator`` whose gold edits ERRANT extracts from natural-text (source, target)
+    pairs (``errant_parallel -tok``), for tests that write their gold as text. Imported here, not at
+    the top: spaCy loads only for the tests that score."""
+    from editspec.evaluation.errant import ErrantEvaluator, _spacy_tokens, m2_block, parse_tokens
+
+    src, tgt = [_spacy_tokens(s) for s in sources], [_spacy_tokens(t) for t in targets]
+    docs = parse_tokens(src + tgt)
+    blocks = [m2_block(s, sd, t, td) for s, sd, t, td in zip(src, docs, tgt, docs[len(src):])]
+    return ErrantEvaluator(blocks, sources=sources, retokenize=retokenize)

@@ -657,7 +657,7 @@ def test_shipped_models_correct_the_sample(capsysbinary):
     raw = [Corrector.from_pretrained(mode=m, device="cpu", max_edit_words=0).correct(lines) for m in ("speculative", "t5")]
     assert raw[0] == raw[1]
     assert len(outputs) == len(lines) and outputs[2] == "" and "🙂" in outputs[5]
-    # mostly copied, some edits (what the shipped T5 changes in the sample is listed in reports/models.md)
+    # mostly copied, some edits (what the shipped pair changes in the sample: README, "How well it corrects")
     assert difflib.SequenceMatcher(None, "\n".join(lines), "\n".join(outputs)).ratio() > 0.9
     assert outputs != lines
     assert len(Corrector.from_pretrained(mode="edit5", device="cpu").correct(lines)) == len(lines)

@@ -8,7 +8,7 @@ import torch
 from transformers import T5Config, T5ForConditionalGeneration
 from transformers.models.t5.modeling_t5 import T5Attention
 
-from editspec.data import features
+from editspec.modeling import features
 from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
 from editspec.tokenization.tokens import marker_ids
 from training.config import resolve

@@ -30,7 +30,7 @@ import torch
 from torch.nn import functional as F
 from torch.overrides import TorchFunctionMode
 
-from editspec.data.features import IGNORE
+from editspec.modeling.tensors import IGNORE
 
 CHUNK_TOKENS = 8192  # target positions per cross-entropy chunk: [8192, 16k] bf16 logits = 256 MiB
 

@@ -62,7 +62,7 @@ from training.models import ModelKind, add_position_prior, component_losses, par
 from training.step import T5Loss
 from training.step_bench import bench_step
 
-EXPORT_REQUEST = "EXPORT"  # a file in the output directory: export interim/ at the next log step
+EXPORT_REQUEST = "EXPORT"  # a file in the output directory: export interim/ at the next step
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

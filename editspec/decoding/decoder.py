@@ -26,7 +26,7 @@ from torch.profiler import record_function
 from transformers import T5ForConditionalGeneration
 from transformers.models.t5.modeling_t5 import T5Attention
 
-from editspec.data.features import pad
+from editspec.modeling.tensors import pad
 from editspec.modeling import t5
 
 

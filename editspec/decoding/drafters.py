@@ -379,16 +379,6 @@ def _prefix(a: Sequence[int], b: Sequence[int]) -> int:
     return n
 
 
-def check_tokenizers(drafter: Drafter, tokenizer: PreTrainedTokenizerBase | None) -> None:
-    """Refuse a drafter whose ids come from another vocabulary than the verifier's."""
-    theirs = drafter.tokenizer
-    if theirs is not None and tokenizer is not None and theirs is not tokenizer \
-            and theirs.get_vocab() != tokenizer.get_vocab():
-        raise EditspecError(
-            "the drafter and the verifier use different tokenizers; render the drafts as text "
-            "and re-tokenize them (editspec.decoding.drafters.retokenize_drafts, then Follow)")
-
-
 def retokenize_drafts(drafts: Sequence[Sequence[int]], draft_tokenizer: PreTrainedTokenizerBase,
                       verifier_tokenizer: PreTrainedTokenizerBase,
                       sources: Sequence[str] | None = None) -> list[list[int]]:

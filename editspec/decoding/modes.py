@@ -19,7 +19,7 @@ from typing import Callable, Protocol, Sequence
 import torch
 
 from editspec import modes
-from editspec.data.features import model_inputs
+from editspec.modeling.tensors import model_inputs
 from editspec.decoding import core, drafters, edit5
 from editspec.decoding.budgets import output_budget
 from editspec.decoding.drafters import Drafter

@@ -34,8 +34,9 @@ from typing import Callable, Sequence
 
 import torch
 
-from editspec.data.features import collate_edit5, edit5_features_batch, pad, t5_features_batch
 from editspec.decoding import core
+from editspec.modeling.features import collate_edit5, edit5_features_batch, t5_features_batch
+from editspec.modeling.tensors import pad
 from editspec.text.diff import apply, diff
 
 # log P(target | source) for each (source, target) row, or None where the model cannot score it

@@ -3,7 +3,9 @@ with the checks that tie a tokenizer to its model (the T5's are in ``editspec.mo
 
 A bundle directory holds ``edit5/`` and/or ``t5/`` (and ``t5-draft/``, a small T5 that ``editspec
 profile`` may time as another drafter), each the ``save_pretrained`` output of a model plus its
-tokenizer; a single checkpoint directory works too, its ``config.json`` ``model_type`` says which.
+tokenizer, or without one when the bundle's ``tokenizer/`` is theirs (the shipped bundle keeps that
+one copy; ``tokenization.tokens.tokenizer_path``); a single checkpoint directory works too, its
+``config.json`` ``model_type`` says which.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ a file of plain lines gives sources and no targets. ``limit=10`` keeps the first
 first N are all level A).
 
 ``batches([5, 2, 9, 1, 7], 2) == [[5, 2], [9, 1], [7]]``: the callers sort the sentences longest
-first, as ``editspec correct`` batches them; ``editspec.data.features.model_inputs`` then
+first, as ``editspec correct`` batches them; ``editspec.modeling.tensors.model_inputs`` then
 builds the batch the models read (``model_inputs([[8, 9], [7]], eos=1, pad_id=0, device)``): ids ``[[8, 9, 1], [7, 1, 0]]``, mask ``[[1, 1, 1], [1, 1, 0]]``.
 """
 

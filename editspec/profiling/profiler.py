@@ -47,7 +47,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 from tqdm import tqdm
 
-from editspec.data.features import model_inputs
+from editspec.modeling.tensors import model_inputs
 from editspec.decoding import drafters
 from editspec.decoding.modes import shares_vocabulary
 from editspec.errors import EditspecError

@@ -21,6 +21,9 @@ not UTF-8, a lone surrogate, or an unknown language; 408 for a body that trickle
 request that cannot finish before a shutdown's grace period ends. A client that leaves before
 its answer costs one log line, and its texts are dropped if their batch has not started. The app
 never opens a file a request names: the model and page are fixed when it starts.
+
+The endpoints are module-level handlers in one table (``ROUTES``); what they share (the batcher,
+the shutdown, the limits, the page) is the app's ``app.state``, set by ``create_app``.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import json
 import logging
 from contextlib import asynccontextmanager
 from importlib import resources
-from typing import Callable, Sequence
+from typing import AsyncIterator, Callable, Sequence
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -101,134 +104,164 @@ def parse_json(raw: str, what: str):
         raise HTTPError(400, f"{what} is JSON nested too deep")
 
 
+def check_size(request: Request, texts: Sequence[str]) -> None:
+    max_chars = request.app.state.max_chars
+    if sum(len(t) for t in texts) > max_chars:
+        raise HTTPError(413, f"text too long: more than {max_chars} characters in one request")
+
+
+async def body(request: Request) -> bytes:
+    """The request body, refused (413) as soon as it is larger than any allowed request can be."""
+    max_bytes = request.app.state.max_bytes
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise HTTPError(413, f"request body over {max_bytes} bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            raise HTTPError(413, f"request body over {max_bytes} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def disconnected(request: Request) -> None:
+    """Returns once the client has gone (after its body was read)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def check(request: Request, texts: list[str]) -> list[bounds.Checked]:
+    """The batcher's results for ``texts``, unless the client leaves or the shutdown's
+    deadline comes first (then its texts are dropped if their batch has not started)."""
+    batcher, shutdown = request.app.state.batcher, request.app.state.shutdown
+    if shutdown.started:
+        raise HTTPError(503, "server is shutting down; try again shortly")
+    work = asyncio.ensure_future(batcher.submit(texts))
+    gone = asyncio.ensure_future(disconnected(request))
+    late = asyncio.ensure_future(shutdown.expired.wait())
+    try:
+        await asyncio.wait({work, gone, late}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+        late.cancel()
+    if work.done():
+        try:
+            return work.result()
+        except Exception as e:  # this request's texts failed the model; no other request did
+            log.error("correction failed for one request (%d texts): %s: %s", len(texts), type(e).__name__, e)
+            raise HTTPError(500, f"correction failed: {type(e).__name__}")
+    work.cancel()
+    if late.done() and not gone.done():
+        raise HTTPError(503, "server is shutting down; the request could not finish in time")
+    raise ClientLeft()
+
+
+# -- the endpoints --
+
+async def index(request: Request) -> Response:
+    return HTMLResponse(request.app.state.page)
+
+
+async def health(request: Request) -> Response:
+    state = request.app.state
+    return JSONResponse({"status": "shutting down" if state.shutdown.started else "ready", **state.info,
+                         "batches": state.batcher.batches, "texts": state.batcher.texts})
+
+
+async def correct_v1(request: Request) -> Response:
+    raw = await body(request)
+    try:
+        payload = parse_json(raw.decode("utf-8"), "request body")
+    except UnicodeDecodeError:
+        raise HTTPError(400, "request body is not UTF-8")
+    except ValueError:
+        raise HTTPError(400, 'request body is not JSON; send {"texts": ["..."]}')
+    if not isinstance(payload, dict) or "texts" not in payload:
+        raise HTTPError(400, 'missing field: send {"texts": ["..."]}, a list of strings')
+    texts = payload["texts"]
+    if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+        raise HTTPError(400, "'texts' must be a list of strings")
+    check_size(request, texts)
+    check_unicode(texts)
+    results = await check(request, texts)
+    return JSONResponse({"corrections": [
+        {"input": r.correction.input, "output": r.correction.output,
+         "edits": [edit_dict(e, t) for e, t in zip(r.correction.edits, r.types)]}
+        for r in results]})
+
+
+async def languages_v2(request: Request) -> Response:
+    return JSONResponse(languagetool.languages())
+
+
+async def check_v2(request: Request) -> Response:
+    raw = await body(request) if request.method == "POST" else b""
+    try:
+        params = languagetool.parameters(request.scope.get("query_string", b""), raw)
+        code, name = languagetool.language(params.get("language"))
+        doc = languagetool.document(params.get("text"), params.get("data"))
+        options = languagetool.Options.from_params(params)
+    except RecursionError:
+        raise HTTPError(400, "'data' is JSON nested too deep")
+    except EditspecError as e:
+        raise HTTPError(400, str(e))
+    check_size(request, [doc.text])
+    check_unicode([doc.document])  # the text and its markup: all of it is echoed back
+    [result] = await check(request, [doc.text])
+    found = languagetool.matches(doc, result.correction, result.types, result.sentences, options)
+    return JSONResponse(languagetool.response(code, name, found))
+
+
+ROUTES = [
+    Route("/", index),
+    Route("/health", health),
+    Route("/v1/correct", correct_v1, methods=["POST"]),
+    Route("/v2/languages", languages_v2),
+    Route("/v2/check", check_v2, methods=["GET", "POST"]),
+]
+
+
+# -- errors as answers --
+
+async def http_error(request: Request, exc: HTTPError) -> Response:
+    return JSONResponse({"error": str(exc)}, status_code=exc.status)
+
+
+async def too_slow(request: Request, exc: BodyTooSlow) -> Response:
+    return JSONResponse({"error": str(exc)}, status_code=408, headers={"Connection": "close"})
+
+
+async def client_left(request: Request, exc: Exception) -> Response:
+    client = f"{request.client.host}:{request.client.port}" if request.client else "a client"
+    log.info("%s left before its answer (%s %s); its work was dropped", client, request.method, request.url.path)
+    return Response(status_code=499)  # never sent: nobody is listening
+
+
+EXCEPTION_HANDLERS = {HTTPError: http_error, BodyTooSlow: too_slow, ClientLeft: client_left,
+                      ClientDisconnect: client_left}
+
+
+@asynccontextmanager
+async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    await app.state.batcher.start()
+    try:
+        yield
+    finally:
+        # after uvicorn has let the requests in flight finish; after a SIGTERM every request
+        # has had its answer (200 or 503), so a batch still running is left to exit with us
+        await app.state.batcher.stop(abandon=app.state.shutdown.started)
+
+
 def create_app(correct_detailed: Callable[[list[str]], list[Correction]], *, info: dict | None = None,
                max_chars: int = DEFAULT_MAX_CHARS, max_batch: int = 32, max_wait: float = 0.002,
                max_sentence_chars: int = DEFAULT_MAX_SENTENCE_CHARS,
                allow_hosts: Sequence[str] | None = None, allow_origins: Sequence[str] = (),
                body_timeout: float = 10.0) -> Starlette:
-    """The app around ``correct_detailed`` (``Corrector.correct_detailed``), loaded beforehand.
+    """The app around ``correct_detailed`` (``Corrector.correct_detailed``), loaded beforehand:
+    ``ROUTES`` with the app's state (batcher, shutdown, limits, page) in ``app.state``.
     ``allow_hosts``: Host names served (default: localhost's; ``*``: any); ``allow_origins``:
     browser origins besides the server's own (``*``: any)."""
-    batcher = Batcher(bounds.checker(correct_detailed, max_sentence_chars), max_texts=max_batch,
-                      max_wait=max_wait)
-    shutdown = Shutdown()
-    max_bytes = 12 * max_chars + 65_536  # a 4-byte character percent-encoded is 12 bytes
-    page = resources.files("editspec.serve").joinpath("page/index.html").read_text(encoding="utf-8")
-
-    @asynccontextmanager
-    async def lifespan(app):
-        await batcher.start()
-        try:
-            yield
-        finally:
-            # after uvicorn has let the requests in flight finish; after a SIGTERM every request
-            # has had its answer (200 or 503), so a batch still running is left to exit with us
-            await batcher.stop(abandon=shutdown.started)
-
-    def check_size(texts: Sequence[str]) -> None:
-        if sum(len(t) for t in texts) > max_chars:
-            raise HTTPError(413, f"text too long: more than {max_chars} characters in one request")
-
-    async def body(request: Request) -> bytes:
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > max_bytes:
-            raise HTTPError(413, f"request body over {max_bytes} bytes")
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > max_bytes:
-                raise HTTPError(413, f"request body over {max_bytes} bytes")
-            chunks.append(chunk)
-        return b"".join(chunks)
-
-    async def disconnected(request: Request) -> None:
-        """Returns once the client has gone (after its body was read)."""
-        while (await request.receive())["type"] != "http.disconnect":
-            pass
-
-    async def check(request: Request, texts: list[str]) -> list[bounds.Checked]:
-        """The batcher's results for ``texts``, unless the client leaves or the shutdown's
-        deadline comes first (then its texts are dropped if their batch has not started)."""
-        if shutdown.started:
-            raise HTTPError(503, "server is shutting down; try again shortly")
-        work = asyncio.ensure_future(batcher.submit(texts))
-        gone = asyncio.ensure_future(disconnected(request))
-        late = asyncio.ensure_future(shutdown.expired.wait())
-        try:
-            await asyncio.wait({work, gone, late}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            gone.cancel()
-            late.cancel()
-        if work.done():
-            try:
-                return work.result()
-            except Exception as e:  # this request's texts failed the model; no other request did
-                log.error("correction failed for one request (%d texts): %s: %s", len(texts), type(e).__name__, e)
-                raise HTTPError(500, f"correction failed: {type(e).__name__}")
-        work.cancel()
-        if late.done() and not gone.done():
-            raise HTTPError(503, "server is shutting down; the request could not finish in time")
-        raise ClientLeft()
-
-    async def index(request: Request) -> Response:
-        return HTMLResponse(page)
-
-    async def health(request: Request) -> Response:
-        return JSONResponse({"status": "shutting down" if shutdown.started else "ready", **(info or {}),
-                             "batches": batcher.batches, "texts": batcher.texts})
-
-    async def correct_v1(request: Request) -> Response:
-        raw = await body(request)
-        try:
-            payload = parse_json(raw.decode("utf-8"), "request body")
-        except UnicodeDecodeError:
-            raise HTTPError(400, "request body is not UTF-8")
-        except ValueError:
-            raise HTTPError(400, 'request body is not JSON; send {"texts": ["..."]}')
-        if not isinstance(payload, dict) or "texts" not in payload:
-            raise HTTPError(400, 'missing field: send {"texts": ["..."]}, a list of strings')
-        texts = payload["texts"]
-        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
-            raise HTTPError(400, "'texts' must be a list of strings")
-        check_size(texts)
-        check_unicode(texts)
-        results = await check(request, texts)
-        return JSONResponse({"corrections": [
-            {"input": r.correction.input, "output": r.correction.output,
-             "edits": [edit_dict(e, t) for e, t in zip(r.correction.edits, r.types)]}
-            for r in results]})
-
-    async def languages_v2(request: Request) -> Response:
-        return JSONResponse(languagetool.languages())
-
-    async def check_v2(request: Request) -> Response:
-        raw = await body(request) if request.method == "POST" else b""
-        try:
-            params = languagetool.parameters(request.scope.get("query_string", b""), raw)
-            code, name = languagetool.language(params.get("language"))
-            doc = languagetool.document(params.get("text"), params.get("data"))
-            options = languagetool.Options.from_params(params)
-        except RecursionError:
-            raise HTTPError(400, "'data' is JSON nested too deep")
-        except EditspecError as e:
-            raise HTTPError(400, str(e))
-        check_size([doc.text])
-        check_unicode([doc.document])  # the text and its markup: all of it is echoed back
-        [result] = await check(request, [doc.text])
-        found = languagetool.matches(doc, result.correction, result.types, result.sentences, options)
-        return JSONResponse(languagetool.response(code, name, found))
-
-    async def http_error(request: Request, exc: HTTPError) -> Response:
-        return JSONResponse({"error": str(exc)}, status_code=exc.status)
-
-    async def too_slow(request: Request, exc: BodyTooSlow) -> Response:
-        return JSONResponse({"error": str(exc)}, status_code=408, headers={"Connection": "close"})
-
-    async def client_left(request: Request, exc: Exception) -> Response:
-        client = f"{request.client.host}:{request.client.port}" if request.client else "a client"
-        log.info("%s left before its answer (%s %s); its work was dropped", client, request.method, request.url.path)
-        return Response(status_code=499)  # never sent: nobody is listening
-
     hosts = list(allow_hosts) if allow_hosts is not None else list(LOCAL_HOSTS)
     middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=hosts),
                   Middleware(OriginGuard, allowed=list(allow_origins))]
@@ -236,11 +269,12 @@ def create_app(correct_detailed: Callable[[list[str]], list[Correction]], *, inf
         middleware.append(Middleware(CORSMiddleware, allow_origins=list(allow_origins),
                                      allow_methods=["GET", "POST"], allow_headers=["Content-Type"]))
     middleware += [Middleware(BodyDeadline, seconds=body_timeout), Middleware(CollapseSlashes)]
-    routes = [Route("/", index), Route("/health", health), Route("/v1/correct", correct_v1, methods=["POST"]),
-              Route("/v2/languages", languages_v2), Route("/v2/check", check_v2, methods=["GET", "POST"])]
-    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,
-                    exception_handlers={HTTPError: http_error, BodyTooSlow: too_slow,
-                                        ClientLeft: client_left, ClientDisconnect: client_left})
-    app.state.batcher = batcher
-    app.state.shutdown = shutdown
+    app = Starlette(routes=ROUTES, middleware=middleware, lifespan=lifespan, exception_handlers=EXCEPTION_HANDLERS)
+    app.state.batcher = Batcher(bounds.checker(correct_detailed, max_sentence_chars), max_texts=max_batch,
+                                max_wait=max_wait)
+    app.state.shutdown = Shutdown()
+    app.state.info = info or {}
+    app.state.max_chars = max_chars
+    app.state.max_bytes = 12 * max_chars + 65_536  # a 4-byte character percent-encoded is 12 bytes
+    app.state.page = resources.files("editspec.serve").joinpath("page/index.html").read_text(encoding="utf-8")
     return app

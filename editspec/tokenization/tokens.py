@@ -40,6 +40,8 @@ from editspec.tokenization.edits import align
 from editspec.errors import EditspecError
 
 SPACE = "\u2581"  # SentencePiece's word-boundary mark
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")  # what save_pretrained writes for ours
+BUNDLE_TOKENIZER = "tokenizer"  # a bundle's one tokenizer, beside its models (edit5/, t5/)
 
 
 def train_tokenizer(
@@ -73,8 +75,19 @@ def train_tokenizer(
     return load_tokenizer(out)
 
 
+def tokenizer_path(path: str | os.PathLike) -> str | os.PathLike:
+    """Where checkpoint ``path``'s tokenizer is: the directory itself when it holds tokenizer files
+    (a user's checkpoint, a training run), else its bundle's ``tokenizer/`` when there is one (the
+    shipped bundle keeps one copy, which both its models read); a hub id as it is."""
+    own = Path(path)
+    shared = own.parent / BUNDLE_TOKENIZER
+    holds_none = own.is_dir() and not any((own / f).is_file() for f in TOKENIZER_FILES)
+    return shared if holds_none and (shared / TOKENIZER_FILES[0]).is_file() else path
+
+
 def load_tokenizer(path: str | os.PathLike) -> PreTrainedTokenizerBase:
-    """A T5 tokenizer from a directory (ours or a user's checkpoint) or a hub id."""
+    """A T5 tokenizer from a directory (ours or a user's checkpoint; ``tokenizer_path``) or a hub id."""
+    path = tokenizer_path(path)
     try:
         tok = AutoTokenizer.from_pretrained(str(path))
     except Exception as e:  # transformers raises many types for a bad directory

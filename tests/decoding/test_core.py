@@ -499,19 +499,13 @@ def test_a_bfloat16_window_pass_gives_each_token_the_logits_of_single_steps():
     assert torch.equal(logits[0], logits[1])
 
 
-def test_tokenizers_checked_and_drafts_retokenized(tokenizer, tmp_path):
+def test_drafts_retokenized(tokenizer, tmp_path):
     from editspec.tokenization.tokens import encode, train_tokenizer
     from tests.helpers import sentences
 
     other = train_tokenizer(sentences(500, seed=1), tmp_path / "other", vocab_size=150, extra_ids=8)
     src = ["He go to school 😀 yesterday.", "She like the dogs."]
     tgt = ["He went to school 😀 yesterday.", "She likes the dogs."]
-    foreign = drafters.Follow([e.ids for e in encode(other, tgt[:1])])
-    foreign.tokenizer = other
-    with pytest.raises(EditspecError, match="different tokenizers"):
-        drafters.check_tokenizers(foreign, tokenizer)
-    foreign.tokenizer = tokenizer
-    drafters.check_tokenizers(foreign, tokenizer)  # accepted
     drafts = [e.ids for e in encode(other, tgt)]
     expected = [e.ids for e in encode(tokenizer, tgt)]
     assert drafts != expected

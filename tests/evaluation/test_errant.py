@@ -10,7 +10,7 @@ from editspec.data.m2 import read_blocks, source_tokens
 from editspec.errors import EditspecError
 from editspec.evaluation.errant import ErrantEvaluator, errant_score, retokenize
 from editspec.text.tokenized import detokenize
-from tests.helpers import GOLD_M2, GOLD_OUTPUTS
+from tests.helpers import GOLD_M2, GOLD_OUTPUTS, errant_from_pairs
 
 # What ERRANT makes of GOLD_OUTPUTS (checked by hand: spans index the gold S tokens).
 EXPECTED_EDITS = [
@@ -118,11 +118,11 @@ def test_identity_scores_no_edits(gold):
         assert (lambda r: (r.tp, r.fp))(ev.score(ev.sources)) == (0, 0)
 
 
-def test_from_pairs():
+def test_gold_from_pairs():
     """Gold edits extracted from parallel text: the targets score perfectly, the sources score 0."""
     sources = ["She go to school every days.", "I like it.", "He hasn't go there."]
     targets = ["She goes to school every day.", "I like it.", "He hasn't gone there."]
-    dev = ErrantEvaluator.from_pairs(sources, targets)
+    dev = errant_from_pairs(sources, targets)
     assert dev.sources == sources and dev.source_tokens[2] == "He has n't go there .".split()
     result = dev.score(targets)
     assert (result.tp, result.fp, result.fn, result.f) == (3, 0, 0, 1.0)

@@ -3,8 +3,8 @@
 import pytest
 
 from editspec.errors import EditspecError
-from editspec.evaluation.errant import ErrantEvaluator
 from editspec.evaluation.run import correct_all, evaluate, read_lines
+from tests.helpers import errant_from_pairs
 
 
 def test_correct_all_chunks_longest_first_and_keeps_input_order():
@@ -27,7 +27,7 @@ def test_correct_all_chunks_longest_first_and_keeps_input_order():
 def test_evaluate_scores_the_outputs():
     sources = ["She go to school every days.", "I like it."]
     targets = ["She goes to school every day.", "I like it."]
-    dev = ErrantEvaluator.from_pairs(sources, targets)
+    dev = errant_from_pairs(sources, targets)
     result, outputs, seconds = evaluate(lambda xs: [dict(zip(sources, targets))[x] for x in xs], dev)
     assert outputs == targets and seconds >= 0
     assert (result.tp, result.fp, result.fn) == (2, 0, 0)

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from editspec.data.features import model_inputs
+from editspec.modeling.tensors import model_inputs
 from editspec.decoding import core
 from editspec.modeling.t5 import load_t5
 from editspec.profiling import ct2

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from editspec.errors import EditspecError
-from editspec.data.features import model_inputs
+from editspec.modeling.tensors import model_inputs
 from editspec.profiling.data import batches, read_data
 
 

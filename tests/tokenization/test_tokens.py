@@ -1,9 +1,13 @@
 """Character fidelity of encode/render (editspec/tokens.py)."""
 
+import shutil
+
 from hypothesis import given, settings, strategies as st
 
 from editspec.tokenization.edits import convert, realize_aligned
-from editspec.tokenization.tokens import encode, marker_ids, render, render_ids
+from editspec.tokenization.tokens import (
+    TOKENIZER_FILES, encode, load_tokenizer, marker_ids, render, render_ids, tokenizer_path,
+)
 
 
 def test_markers_and_specials(tokenizer):
@@ -33,3 +37,24 @@ def test_edited_text_keeps_untouched_characters(tokenizer):
 def test_identity_render_is_byte_identical(tokenizer, text):
     enc = encode(tokenizer, [text])[0]
     assert render_ids(tokenizer, enc, enc.ids) == text
+
+
+def test_the_shipped_bundle_holds_one_tokenizer_both_models_read():
+    from editspec.modeling.loading import DEFAULT_MODEL
+
+    one = load_tokenizer(DEFAULT_MODEL / "tokenizer")
+    for kind in ("edit5", "t5"):
+        assert not any((DEFAULT_MODEL / kind / f).exists() for f in TOKENIZER_FILES)  # no copy of its own
+        assert tokenizer_path(DEFAULT_MODEL / kind) == DEFAULT_MODEL / "tokenizer"
+        assert load_tokenizer(DEFAULT_MODEL / kind).get_vocab() == one.get_vocab()
+
+
+def test_a_checkpoint_with_its_own_tokenizer_reads_its_own(tokenizer_dir, tmp_path):
+    from editspec.modeling.loading import DEFAULT_MODEL
+
+    shutil.copytree(DEFAULT_MODEL / "tokenizer", tmp_path / "tokenizer")  # a bundle's shared one
+    shutil.copytree(tokenizer_dir, tmp_path / "edit5")  # a user's checkpoint: its own, another vocabulary
+    (tmp_path / "t5").mkdir()
+    own, shared = load_tokenizer(tmp_path / "edit5"), load_tokenizer(tmp_path / "t5")
+    assert len(own) == len(load_tokenizer(tokenizer_dir)) != len(shared) == len(load_tokenizer(tmp_path / "tokenizer"))
+    assert tokenizer_path("t5-small") == "t5-small"  # a hub id goes to the hub as it is

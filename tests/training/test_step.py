@@ -7,7 +7,7 @@ import pytest
 import torch
 from transformers import T5Config, T5ForConditionalGeneration
 
-from editspec.data.features import IGNORE
+from editspec.modeling.tensors import IGNORE
 from tests.helpers import random_batch
 from training.step import T5Loss, chunked_cross_entropy, device_mask, host_reads
 

@@ -19,7 +19,7 @@ from training.synthetic.corruptor import Corruptor
 from training.synthetic.lexicon import lexicon
 from training.synthetic.measuring import m2_pairs, measure
 from training.synthetic.pairs import sentence_rng, synthetic_dataset, synthetic_pairs
-from training.synthetic.profile import ErrorProfile, FALLBACK_PROFILE, error_distribution, error_profile
+from training.synthetic.profile import ErrorProfile, FALLBACK_PROFILE, error_profile
 from training.synthetic.sentence import Sentence
 from training.synthetic.words import (
     AUX_TENSE, COMMON_MISSPELLINGS, COMMON_PREPS, DETERMINERS, HOMOPHONES, PREP_CONFUSIONS, PREPOSITIONS, PRONOUNS,
@@ -262,7 +262,7 @@ def test_missing_and_unnecessary_words(lex):
 
 
 # ------------------------------------------------------------------------------ rates and M2
-def test_error_distribution_from_m2(tmp_path):
+def test_error_profile_from_m2(tmp_path):
     m2 = tmp_path / "tiny.m2"
     m2.write_text(
         "S This are a test .\nA 1 2|||R:VERB:SVA|||is|||REQUIRED|||-NONE-|||0\n"
@@ -270,7 +270,7 @@ def test_error_distribution_from_m2(tmp_path):
         "S Fine .\nA -1 -1|||noop|||-NONE-|||REQUIRED|||-NONE-|||0\n\n"
         "S Good , thanks\nA 3 3|||M:PUNCT|||.|||REQUIRED|||-NONE-|||0\n\n"
         "S Hmm .\nA 0 1|||UNK|||Hmm|||REQUIRED|||-NONE-|||0\n\n")
-    rates = error_distribution(m2)
+    rates = dict(error_profile(m2).rates)
     assert rates == pytest.approx({"R:VERB:SVA": 1 / 12, "U:DET": 1 / 12, "M:PUNCT": 1 / 12})
     assert error_profile(m2).clean_fraction == 0.5  # noop and UNK-only sentences are unchanged
 

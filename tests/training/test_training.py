@@ -24,8 +24,8 @@ from transformers import T5Config, T5ForConditionalGeneration, get_scheduler
 from editspec.corrector import Corrector
 from editspec.modeling.modeling_edit5 import EdiT5Model
 from editspec.modeling.t5 import load_t5
-from editspec.data import features
-from editspec.tokenization.tokens import load_tokenizer, marker_ids
+from editspec.modeling import features
+from editspec.tokenization.tokens import TOKENIZER_FILES, load_tokenizer, marker_ids
 from tests.helpers import sentences
 from training import average, ship
 from training import data_mixture as dm
@@ -366,6 +366,25 @@ def test_ship_replaces_the_weights_and_keeps_the_bundles_run_time_steps(tmp_path
     settings = json.loads((tmp_path / "bundle" / "config.json").read_text())
     assert (settings["keep_bias"], settings["stop_bias"]) == (0.5, -1.0)
     assert "keep_bias" not in json.loads((tmp_path / "new" / "config.json").read_text())
+
+
+def test_ship_writes_no_second_copy_of_the_bundles_tokenizer(tmp_path, tokenizer_dir):
+    """A model shipped into a bundle whose tokenizer/ holds the same tokenizer reads that one; with
+    another tokenizer it keeps its own."""
+    from editspec.modeling.loading import DEFAULT_MODEL
+
+    for name, tok_dir in (("same", tokenizer_dir), ("other", DEFAULT_MODEL / "tokenizer")):
+        tok = load_tokenizer(tok_dir)
+        T5ForConditionalGeneration(T5Config(vocab_size=len(tok), d_model=16, d_kv=4, d_ff=32, num_layers=1,
+                                            num_decoder_layers=1, num_heads=2)).save_pretrained(tmp_path / name)
+        tok.save_pretrained(tmp_path / name)
+    shutil.copytree(tokenizer_dir, tmp_path / "bundle" / "tokenizer")
+    ship.ship(tmp_path / "same", tmp_path / "bundle" / "t5")
+    ship.ship(tmp_path / "other", tmp_path / "bundle" / "edit5")  # any model directory: its tokenizer differs
+    assert not any((tmp_path / "bundle" / "t5" / f).exists() for f in TOKENIZER_FILES)
+    assert len(load_tokenizer(tmp_path / "bundle" / "t5")) == len(load_tokenizer(tokenizer_dir))
+    assert all((tmp_path / "bundle" / "edit5" / f).is_file() for f in TOKENIZER_FILES)
+    assert len(load_tokenizer(tmp_path / "bundle" / "edit5")) == len(load_tokenizer(DEFAULT_MODEL / "tokenizer"))
 
 
 def test_fit_schedule_ends_the_decay_with_the_time_budget():

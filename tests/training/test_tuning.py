@@ -7,6 +7,7 @@ from editspec.text import segment
 from editspec.text.spelling import load_speller, respell_all
 from eval import tune_rounds
 from eval.tune_guard import apply_guard
+from tests.helpers import errant_from_pairs
 
 
 def test_tune_guard_applies_the_guard_as_the_corrector_does(models):
@@ -69,11 +70,10 @@ def test_tune_rounds_scores_each_round_as_the_corrector_outputs_it(models, tmp_p
 def test_tune_confidence_counts_the_reorderings_and_deletions_it_governs():
     """The order bias holds back reorderings (ERRANT's R:WO), the keep bias deletions (U:*): the
     tuning prints how many were made and how many the gold edits contain."""
-    from editspec.evaluation.errant import ErrantEvaluator
     from eval.tune_confidence import governed
 
-    dev = ErrantEvaluator.from_pairs(["I have already it seen .", "She is is here .", "He go home ."],
-                                     ["I have already seen it .", "She is here .", "He goes home ."])
+    dev = errant_from_pairs(["I have already it seen .", "She is is here .", "He go home ."],
+                           ["I have already seen it .", "She is here .", "He goes home ."])
     assert governed(dev.score(["I have already seen it .", "She is here .", "He goes home ."])) \
         == "reorderings 1 (gold 1), deletions 1 (gold 1)"
     # a wrong reordering, a wrong deletion and a missed one

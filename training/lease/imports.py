@@ -25,7 +25,7 @@ from pathlib import Path
 
 from training.lease.plan import REPO_ROOT
 
-# The 'cuda' image's Python packages, as /work/.library/device/KINDS.md lists them (2026-11-17).
+# The 'cuda' image's Python packages, as the device tool's KINDS.md listed them (2026-11-17).
 DEVICE_PACKAGES = frozenset("""
 absl-py accelerate aiofiles aiohappyeyeballs aiohttp aiosignal annotated-doc anyio attrs botorch build
 certifi charset-normalizer chex click cloudpickle cmake colorama contourpy coverage cuda-bindings cuda-core

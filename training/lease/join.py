@@ -1,7 +1,7 @@
 """``join`` (here): the collect call's files -> a bundle directory, checked, loaded, summarised;
 the new continuation checkpoint packed into the repository; the lease's row in the lease log.
 
-    python -m training.lease join /work/.device/.../files runs/lease-bundle
+    python -m training.lease join FILES_AT runs/lease-bundle     (FILES_AT: the device call's files, here)
       sha256 of every file as the manifest says; the weights rebuilt byte for byte;
       runs/lease-bundle/continuation -> training/continuation/t5.tar.xz (replaced; its record says
       how many leases and pairs the series has seen, and where the next Wikipedia slice starts);

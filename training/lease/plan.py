@@ -2,13 +2,13 @@
 
     m2: [wi_locness/ABC.train.gold.bea19.m2, ...]     the M2 files prepare packs
     stages:                                           run in order by the detached recipe
-      - {name: t5-pre, config: configs/lease-t5-pretrain.yaml, minutes: 2.5,
-         set: [model.init_from=editspec/models/default/t5, ...]}     set: that stage's --set overrides
-      - {name: t5-ft, config: ..., init_from: t5-pre, minutes: 1.5}   init_from: that stage's best/
-      - {name: t5-wsd, continue: true, ...}           continue: from the continuation checkpoint
+      - {name: t5-wsd, config: configs/lease-t5-wsd.yaml, continue: true, minutes: 4.6}
+                                                      continue: from the continuation checkpoint
+      - {name: t5-ft, config: configs/lease-t5-finetune.yaml, init_from: t5-wsd, minutes: 0.9,
+         set: [train.lr=3e-4, ...]}                   init_from: that stage's best/; set: its --set overrides
       - {name: t5-x, init_from: t5-wsd/last}          NAME/DIR: that stage's DIR/, not its best/
     continuation: t5-wsd/stable                       STAGE/DIR: the model that becomes the next continuation
-    bundle: {t5: [t5-ft, t5-pre], edit5: [edit5]}    the first stage with a best/ ships; an entry may
+    bundle: {t5: [t5-ft, t5-wsd], edit5: [edit5]}    the first stage with a best/ ships; an entry may
                                                       also be a model directory the package ships
                                                       (editspec/models/default/t5): EdiT5 heads
                                                       trained on the shipped T5's encoder ship beside it

@@ -82,8 +82,3 @@ def error_profile(m2_path: str | Path) -> ErrorProfile:
     if not tokens:
         raise EditspecError(f"no sentences in M2 file {m2_path}")
     return ErrorProfile({t: c / tokens for t, c in counts.most_common()}, clean / sentences)
-
-
-def error_distribution(m2_path: str | Path) -> dict[str, float]:
-    """ERRANT type -> edits per source token in an M2 file (see ``error_profile``)."""
-    return dict(error_profile(m2_path).rates)

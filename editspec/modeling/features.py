@@ -1,4 +1,6 @@
-"""Model features of (source text, target text) pairs for T5 and EdiT5, and collate functions.
+"""Model features of (source text, target text) pairs for T5 and EdiT5, and collate functions:
+what training learns from and what rescoring scores (``editspec.decoding.rescoring``), so they sit
+beside the models rather than with the corpora (``editspec.data``).
 
 Both models read ``input_ids = encode(source).ids + [EOS]``. T5 learns ``labels = target + [EOS]``.
 EdiT5 learns the three parts of ``editspec.edits.convert`` (tags, order, insertions), written
@@ -27,19 +29,16 @@ T5 and EdiT5 training can report what they dropped. A pair whose insertions woul
 
 from __future__ import annotations
 
-import itertools
 from collections import Counter
 from functools import lru_cache
 from typing import Any, Sequence
 
-import numpy as np
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from editspec.modeling.tensors import IGNORE, pad
 from editspec.tokenization.edits import KEEP, TooFewMarkers, convert
 from editspec.tokenization.tokens import encode, marker_ids
-
-IGNORE = -100  # label value that CrossEntropyLoss(ignore_index=-100) skips
 
 
 @lru_cache(maxsize=8)
@@ -138,35 +137,6 @@ def edit5_features(
     """EdiT5 features of one text pair, or None (reason counted in ``stats``)."""
     return edit5_features_batch(tok, [source_text], [target_text], max_length, stats)[0]
 
-
-def label_log_probs(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Per row [batch], the summed log-probabilities of the label tokens (``logits`` [batch,
-    length, classes], ``labels`` [batch, length], IGNORE skipped), computed in >= float32."""
-    log_probs = logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(-1)
-    picked = log_probs.gather(-1, labels.clamp(min=0)[..., None])[..., 0]
-    return picked.masked_fill(labels == IGNORE, 0.0).sum(-1)
-
-
-def pad(sequences: Sequence[Sequence[int]], value: int) -> torch.Tensor:
-    """Right-pad to the longest sequence: a (batch, length) long tensor.
-
-    One vectorized fill (the rows' ids flattened, written where a row-major mask says a row has a
-    token), not a tensor per row: the training loader pads ~1,000 rows a batch, and per-row
-    ``torch.as_tensor`` took 90% of its time."""
-    lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
-    width = int(lengths.max()) if len(sequences) else 0
-    out = np.full((len(sequences), width), value, dtype=np.int64)
-    out[np.arange(width) < lengths[:, None]] = np.fromiter(
-        itertools.chain.from_iterable(sequences), dtype=np.int64, count=int(lengths.sum()))
-    return torch.from_numpy(out)
-
-
-
-def model_inputs(sequences: Sequence[Sequence[int]], eos: int, pad_id: int,
-                 device) -> tuple[torch.Tensor, torch.Tensor]:
-    """Model inputs ``ids + [EOS]``, right-padded, and the attention mask."""
-    rows = [list(s) + [eos] for s in sequences]
-    return pad(rows, pad_id).to(device), pad([[1] * len(r) for r in rows], 0).to(device)
 
 # What each feature is padded with: ids with the pad id, labels with IGNORE, positions with 0.
 _EDIT5_PAD = {"tags": IGNORE, "pointers": IGNORE, "order_positions": 0, "insertion_labels": IGNORE}
