@@ -1,0 +1,321 @@
+"""Replaying learners' edit patterns on clean sentences, with the rules for what they do not cover.
+
+The pattern table (``patterns.py``) says, per word or phrase of correct text, what learners wrote
+instead and how often (per occurrence). For one sentence (worked example, seed fixed)::
+
+    target  He lived in Paris for three years, and he worked at a bank.
+    sites   found once per sentence (``Sites``), each with its rate per occurrence:
+            in -> on 0.028, in -> at 0.011, in -> _ 0.018, ...   for -> to 0.027, ...
+            , -> _ 0.177, ...   a -> the 0.020, a -> _ 0.086, ...   _ a -> the a ... (insertions)
+    pass    with probability ``clean_fraction`` the sentence stays clean; else k edits, k as in
+            ``corruptor.py`` but from this sentence's own sites: expected edits = beta * (sum of
+            its sites' rates) + n * (the rules' rate per token); each edit is a site drawn by its
+            rate, or (with the rules' share) an ERRANT type the rules make (``corruptions.py``)
+    source  He lived on Paris for three years and he worked at a bank.
+
+Scaling (``Replayer``): in the corpus the patterns make a share c_T of type T's edits (the
+table's ``coverage``). For a profile of p_T edits per token (``ErrorProfile``, scaled by a
+source's ``error_rate``), the patterns should make sum_T p_T c_T edits per token and the rules
+p_T (1 - c_T) of each type T. One factor beta for all patterns, beta = sum_T p_T c_T / e with e
+the patterns' mean rate per token on calibration sentences, keeps their rates relative to each
+other as the learners' (in -> on at 0.028 per "in" and at -> in at 0.086 per "at" stay 1 : 3);
+beta is ~1 when clean text holds the pattern words as often as the learners' corrected essays.
+
+Each pass over a sentence reuses its sites: a ``Sites`` is cached by the sentence's text (up to
+``max_cached`` sentences), so the next epoch over a shard draws new errors without looking the
+sentence up again. The pair is a function of the text and the RNG only, cached or not.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import operator
+import random
+from collections.abc import Callable, Sequence
+
+from training.synthetic.corruptions import CORRUPTIONS, drop_punct, misspell
+from training.synthetic.corruptor import poisson
+from training.synthetic.lexicon import Lexicon, lexicon
+from training.synthetic.patterns import Pattern, PatternTable
+from training.synthetic.profile import FALLBACK_PROFILE, ErrorProfile
+from training.synthetic.sentence import CLOSING, Sentence, fold, match_case, split
+
+PUNCT_GLUED = set(",.;:!?%)]}")
+MAX_CACHED = 300_000  # sentences whose sites a Replayer keeps (~2 KB each)
+
+
+class Group:
+    """The patterns of one key (a word or phrase of correct text): the learners' alternatives
+    for it and their rates per occurrence, cumulated for drawing one."""
+
+    __slots__ = ("patterns", "cum", "rate", "by_type")
+
+    def __init__(self, patterns: list[Pattern]) -> None:
+        self.patterns = patterns
+        self.cum = list(itertools.accumulate(p.rate for p in patterns))
+        self.rate = self.cum[-1]
+        self.by_type: dict[str, float] = {}
+        for p in patterns:
+            self.by_type[p.type] = self.by_type.get(p.type, 0.0) + p.rate
+
+    def draw(self, rng: random.Random) -> Pattern:
+        return self.patterns[bisect.bisect_right(self.cum, rng.random() * self.rate)]
+
+
+class Key:
+    """The patterns of one key. Most keys have one Group; a key whose patterns insert a
+    punctuation mark has one per context, since a mark goes only where there is room for one
+    (after a word, not beside another mark)."""
+
+    __slots__ = ("patterns", "group", "variants")
+
+    def __init__(self, patterns: list[Pattern]) -> None:
+        self.patterns = patterns
+        marks = any(p.start == p.end and not p.learner[0][:1].isalnum() for p in patterns)
+        self.group = None if marks else Group(patterns)
+        self.variants: dict[tuple[bool, bool], Group | None] = {}
+
+    def at(self, w: list[str], i: int, m: int) -> Group | None:
+        """The Group for the key at tokens [i, i + m) of w."""
+        if self.group is not None:
+            return self.group
+        room = (_room_for_mark(w, i), _room_for_mark(w, i + m))  # before the key, after it
+        g = self.variants.get(room, False)
+        if g is False:
+            fits = [p for p in self.patterns if p.start < p.end or p.learner[0][:1].isalnum() or room[p.start > 0]]
+            g = self.variants[room] = Group(fits) if fits else None
+        return g
+
+
+class Sites:
+    """A sentence's tokens and where pattern keys occur in it, found once (``Replayer.sites``):
+    ``at[j]`` is (token position, Group); ``cum`` their rates cumulated, ``mass`` the sum."""
+
+    __slots__ = ("lead", "w", "sp", "at", "cum", "mass", "memo")
+
+    def __init__(self, lead: str, w: list[str], sp: list[str], at: list[tuple[int, Group]]) -> None:
+        self.lead, self.w, self.sp, self.at = lead, w, sp, at
+        self.cum = list(itertools.accumulate(g.rate for _, g in at))
+        self.mass = self.cum[-1] if self.cum else 0.0
+        self.memo: dict = {}  # the rules' finds in the unedited sentence (Sentence.cached)
+
+    def sentence(self, lex: Lexicon) -> Sentence:
+        """A fresh Sentence of the tokens (no re-tokenizing), with what the rules found in it before."""
+        return Sentence.of_tokens(self.lead, self.w, self.sp, lex, self.memo)
+
+
+class Replayer:
+    """Corrupts sentences by the pattern table and the rules (the module docstring)."""
+
+    def __init__(self, table: PatternTable, profile: ErrorProfile = FALLBACK_PROFILE, lex: Lexicon | None = None,
+                 calibration: Sequence[str] = (), max_cached: int = MAX_CACHED) -> None:
+        self.table, self.profile, self.lex = table, profile, lex or lexicon()
+        self.max_cached, self.cache = max_cached, {}
+        # pattern keys -> Key: one-token keys by the token (folded, or exact for case patterns),
+        # longer ones by their tuple, looked up only where a longer key starts
+        patterns: dict[tuple[bool, tuple[str, ...]], list[Pattern]] = {}
+        for p in table.patterns:
+            patterns.setdefault((p.exact, p.key), []).append(p)
+        self.one: tuple[dict[str, Key], dict[str, Key]] = ({}, {})  # (folded, exact)
+        self.longer: tuple[dict[tuple[str, ...], Key], dict[tuple[str, ...], Key]] = ({}, {})
+        # the tokens that start a longer key, and every prefix of one (a lookup stops at a non-prefix)
+        self.starts: tuple[set[str], set[str]] = (set(), set())
+        self.prefixes: tuple[set[tuple[str, ...]], set[tuple[str, ...]]] = (set(), set())
+        for (exact, key), ps in patterns.items():
+            entry = Key(ps)
+            if len(key) == 1:
+                self.one[exact][key[0]] = entry
+            else:
+                self.longer[exact][key] = entry
+                self.starts[exact].add(key[0])
+                self.prefixes[exact].update(key[:m] for m in range(2, len(key) + 1))
+        self.max_len = max((len(k) for _, k in patterns), default=1)
+        # what the rules make: each type's share the patterns do not cover, per token
+        rates = profile.rates
+        self.rule_rates = {t: r * (1 - table.coverage.get(t, 0.0)) for t, r in rates.items()
+                           if t in CORRUPTIONS and r > 0}
+        self.rule_types = [t for t, r in self.rule_rates.items() if r > 0]
+        self.rule_rate = sum(self.rule_rates.values())
+        applicability = {t: self._applicability(t, calibration) if calibration else 1.0 for t in self.rule_types}
+        self.rule_cum = list(itertools.accumulate(self.rule_rates[t] / max(applicability[t], 0.05)
+                                                  for t in self.rule_types))
+        wanted = sum(r * table.coverage.get(t, 0.0) for t, r in rates.items())  # patterns' edits per token
+        per_token = self.pattern_rate(calibration) if calibration else 0.0
+        self.beta = wanted / per_token if per_token > 0 else 0.0
+
+    def _applicability(self, t: str, sentences: Sequence[str]) -> float:
+        hits = sum(CORRUPTIONS[t](Sentence(x, self.lex), random.Random(f"calibrate/{t}/{j}"))
+                   for j, x in enumerate(sentences))
+        return hits / len(sentences)
+
+    def pattern_rate(self, sentences: Sequence[str], by_type: bool = False) -> float | dict[str, float]:
+        """The patterns' expected edits per token on ``sentences`` at their rates (beta = 1); by_type:
+        per ERRANT type."""
+        mass: dict[str, float] = {}
+        n = 0
+        for text in sentences:
+            found = self._find(text)
+            n += len(found.w)
+            for _, g in found.at:
+                for t, r in g.by_type.items():
+                    mass[t] = mass.get(t, 0.0) + r
+        if by_type:
+            return {t: m / max(n, 1) for t, m in mass.items()}
+        return sum(mass.values()) / max(n, 1)
+
+    # -- sites ------------------------------------------------------------------------------------
+    def _find(self, text: str) -> Sites:
+        lead, w, sp = split(text)
+        n = len(w)
+        folded = [fold(t) for t in w]
+        at: list[tuple[int, Group]] = []
+        for exact, seq in ((False, folded), (True, w)):
+            one, longer, starts, prefixes = self.one[exact], self.longer[exact], self.starts[exact], self.prefixes[exact]
+            for i, tok in enumerate(seq):
+                entry = one.get(tok)
+                if entry is not None:
+                    g = entry.group or entry.at(w, i, 1)
+                    if g is not None:
+                        at.append((i, g))
+                if tok in starts:
+                    for m in range(2, min(self.max_len, n - i) + 1):
+                        key = tuple(seq[i:i + m])
+                        if key not in prefixes:
+                            break
+                        entry = longer.get(key)
+                        if entry is not None:
+                            g = entry.group or entry.at(w, i, m)
+                            if g is not None:
+                                at.append((i, g))
+        return Sites(lead, w, sp, at)
+
+    def sites(self, text: str) -> Sites:
+        """The sentence's sites, cached by its text."""
+        found = self.cache.get(text)
+        if found is None:
+            found = self._find(text)
+            if len(self.cache) < self.max_cached:
+                self.cache[text] = found
+        return found
+
+    # -- one pass ---------------------------------------------------------------------------------
+    def corrupt(self, text: str, rng: random.Random) -> str:
+        if rng.random() < self.profile.clean_fraction:
+            return text
+        found = self.sites(text)
+        n = len(found.w)
+        if not n:
+            return text
+        pattern_mass = self.beta * found.mass
+        rule_mass = self.rule_rate * n
+        wanted = (pattern_mass + rule_mass) / max(1e-6, 1 - self.profile.clean_fraction)
+        k = min(1 + poisson(rng, wanted - 1), max(1, n // 4))  # no word salad
+        share = pattern_mass / (pattern_mass + rule_mass) if pattern_mass + rule_mass > 0 else 0.0
+        n_patterns, rules = 0, []
+        for _ in range(k):
+            if rng.random() < share:
+                n_patterns += 1
+            elif self.rule_types:
+                rules.append(self._rule_type(rng))
+        edits: list[Edit] = []
+        redraws = 2 * len(rules) + 2
+        while rules:  # a rule with no place, or whose edit touches an earlier one, is redrawn
+            t = rules.pop()
+            if not _edit(found, self.lex, edits, lambda s: CORRUPTIONS[t](s, rng)) and redraws:
+                redraws -= 1
+                rules.append(self._rule_type(rng))
+        tries, done = 0, 0
+        while done < n_patterns and tries < 2 * n_patterns + 3:
+            tries += 1
+            i, group = found.at[bisect.bisect_right(found.cum, rng.random() * found.mass)]
+            p = group.draw(rng)
+            done += _edit(found, self.lex, edits, lambda s: apply_pattern(s, i + p.start, i + p.end, p))
+        if not edits:  # nothing applied: one typo instead
+            _edit(found, self.lex, edits, lambda s: misspell(s, rng) or drop_punct(s, rng))
+        w, sp = found.w[:], found.sp[:]
+        for lo, hi, new_w, new_sp in sorted(edits, key=lambda e: -e[0]):  # right to left: positions hold
+            w[lo:hi], sp[lo:hi] = new_w, new_sp
+        out = found.lead + "".join(map(operator.add, w, sp))
+        return out if out.strip() else text
+
+    def _rule_type(self, rng: random.Random) -> str:
+        return self.rule_types[bisect.bisect_right(self.rule_cum, rng.random() * self.rule_cum[-1])]
+
+    def pair(self, text: str, rng: random.Random) -> dict[str, str]:
+        return {"source": self.corrupt(text, rng), "target": text}
+
+
+Edit = tuple[int, int, list[str], list[str]]  # tokens [lo, hi) of the text -> these tokens, these spaces after
+
+
+def _edit(found: Sites, lex: Lexicon, edits: list[Edit], corrupt: Callable[[Sentence], object]) -> bool:
+    """Make one error on a fresh copy of the unedited sentence (so what a rule finds in it is
+    remembered across errors and passes: ``Sentence.cached``), and keep it as the span of tokens it
+    changed, if that span stays apart from the earlier errors' (an untouched token between)."""
+    s = found.sentence(lex)
+    if not corrupt(s):
+        return False
+    w0, sp0, w1, sp1 = found.w, found.sp, s.w, s.sp
+    n0, n1 = len(w0), len(w1)
+    # the tokens one corruption touched are marked (1), and the space before them may change: the
+    # first and last marked token bound the search for the changed span
+    mark = s.mark
+    try:
+        lo = max(mark.index(1) - 1, 0)
+        k = max(mark[::-1].index(1) - 1, 0)
+    except ValueError:  # nothing marked: compare all
+        lo = k = 0
+    while lo < n0 and lo < n1 and w0[lo] == w1[lo] and sp0[lo] == sp1[lo]:
+        lo += 1
+    while k < n0 - lo and k < n1 - lo and w0[n0 - 1 - k] == w1[n1 - 1 - k] and sp0[n0 - 1 - k] == sp1[n1 - 1 - k]:
+        k += 1
+    hi = n0 - k
+    if lo == hi and lo == n1 - k:  # nothing changed
+        return False
+    if any(not (hi < a or b < lo) for a, b, _, _ in edits):
+        return False
+    edits.append((lo, hi, w1[lo:n1 - k], sp1[lo:n1 - k]))
+    return True
+
+
+def _room_for_mark(w: list[str], b: int) -> bool:
+    """May a punctuation mark go before token b: after a word or number, not beside another mark?"""
+    return 0 < b and w[b - 1][:1].isalnum() and (b == len(w) or not _glues(w[b]))
+
+
+def _glues(tok: str) -> bool:
+    """Does the token attach to the one before it ("word," "word.")?"""
+    return tok in PUNCT_GLUED or tok in CLOSING
+
+
+def _put(s: Sentence, i: int, new: str) -> None:
+    """Token i becomes ``new``, with the space before it right for what it now is."""
+    old = s.w[i]
+    s.set(i, new)
+    if i > 0 and _glues(old) != _glues(new):
+        s.sp[i - 1] = "" if _glues(new) else " "
+
+
+def _insert(s: Sentence, i: int, tok: str) -> None:
+    if _glues(tok):
+        s.insert_punct(i, tok)
+    else:
+        s.insert(i, tok)
+
+
+def apply_pattern(s: Sentence, lo: int, hi: int, p: Pattern) -> bool:
+    """Rewrite tokens [lo, hi) of ``s`` as the pattern's learner tokens (case follows the text's:
+    "In" -> "On"; a case pattern writes its own); True."""
+    learner = p.learner
+    if learner and lo < hi and not p.exact:
+        learner = (match_case(s.w[lo], learner[0]), *learner[1:])
+    common = min(hi - lo, len(learner))
+    for j in range(common):
+        if s.w[lo + j] != learner[j]:
+            _put(s, lo + j, learner[j])
+    for _ in range(hi - lo - common):  # the correct text's extra tokens: gone
+        s.delete(lo + common)
+    for j in range(common, len(learner)):  # the learner's extra tokens
+        _insert(s, lo + j, learner[j])
+    return True
