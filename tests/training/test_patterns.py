@@ -18,7 +18,7 @@ from training.synthetic.measuring import type_distance
 from training.synthetic.pairs import sentence_rng, synthetic_pairs
 from training.synthetic.patterns import Pattern, PatternTable, build, main as patterns_main
 from training.synthetic.profile import ErrorProfile
-from training.synthetic.replay import Replayer, apply_pattern
+from training.synthetic.replay import MAX_FACTOR, Replayer, apply_pattern
 from training.synthetic.sentence import Sentence, tokens
 
 M2 = """S I live at London .
@@ -150,15 +150,22 @@ def table_of(patterns) -> PatternTable:
 
 
 def test_patterns_are_replayed_at_their_rates_and_the_target_is_never_touched():
-    """Each pattern is applied beta * its rate per occurrence of its key (within sampling error),
-    the profile's edits per token come out, and every target is its sentence, unchanged."""
+    """Each pattern is applied at its rate per occurrence of its key times its type's factor (within
+    sampling error), each type's factor brings it to the profile's rate (at most MAX_FACTOR), and every
+    target is its sentence, unchanged."""
     patterns = [one(["in"], ["on"], "R:PREP", 0.06), one(["in"], ["at"], "R:PREP", 0.02),
                 one(["the"], [], "M:DET", 0.03), one(["school"], ["the"], "U:DET", 0.2, 0, 0)]
-    # ~0.026 edits per token at the patterns' own rates in these sentences: beta ~1
-    profile = ErrorProfile({"R:PREP": 0.012, "M:DET": 0.006, "U:DET": 0.008}, clean_fraction=0.5)
+    # in these sentences the patterns' own rates make ~0.011 R:PREP, ~0.0055 M:DET, ~0.009 U:DET edits
+    # per token: the factors bring them to the profile's rates (the patterns make all of each type)
+    profile = ErrorProfile({"R:PREP": 0.016, "M:DET": 0.008, "U:DET": 0.006}, clean_fraction=0.5)
     sents = pattern_sentences(3000, 1)
     r = rules_free_replayer(table_of(patterns), profile, sents[:300])
-    assert not r.rule_types and 0.7 < r.beta < 1.5
+    assert 1.2 < r.factors["R:PREP"] < 1.7 and 1.2 < r.factors["M:DET"] < 1.7 and 0.5 < r.factors["U:DET"] < 0.9
+    assert r.rule_types == []
+    # at most MAX_FACTOR times the corpus's rate: the rules make the rest of a type
+    capped = rules_free_replayer(table_of(patterns), ErrorProfile({**profile.rates, "M:DET": 0.02}, 0.5), sents[:300])
+    assert capped.factors["M:DET"] == MAX_FACTOR and capped.rule_types == ["M:DET"]
+    assert capped.rule_rates["M:DET"] == pytest.approx(0.02 - MAX_FACTOR * 0.03 * 4 / 20, rel=0.2)
     applied, occurrences, edits, n_tokens, clean = Counter(), Counter(), 0, 0, 0
     for i, text in enumerate(sents):
         pair = r.pair(text, sentence_rng(0, "t", i))
@@ -178,17 +185,18 @@ def test_patterns_are_replayed_at_their_rates_and_the_target_is_never_touched():
                 applied.update(("", y) for y in src[c:d])
                 edits += d - c
     assert abs(clean / len(sents) - profile.clean_fraction) < 0.03
-    for (y, x), key, rate in [(("in", "on"), "in", 0.06), (("in", "at"), "in", 0.02), (("the", ""), "the", 0.03),
-                              (("", "the"), "school", 0.2)]:
-        expected = r.beta * rate * occurrences[key]
+    for (y, x), key, rate, t in [(("in", "on"), "in", 0.06, "R:PREP"), (("in", "at"), "in", 0.02, "R:PREP"),
+                                 (("the", ""), "the", 0.03, "M:DET"), (("", "the"), "school", 0.2, "U:DET")]:
+        expected = r.factors[t] * rate * occurrences[key]
         assert abs(applied[(y, x)] - expected) < 4 * math.sqrt(expected) + 0.05 * expected, (y, x, applied[(y, x)], expected)
     assert set(applied) == {("in", "on"), ("in", "at"), ("the", ""), ("", "the")}
-    assert edits / n_tokens == pytest.approx(profile.total_rate, rel=0.1)
+    made = sum(r.factors[p.type] * p.rate * occurrences[p.key[0]] for p in patterns)
+    assert edits == pytest.approx(made, rel=0.05)
 
 
 def test_pairs_are_a_function_of_the_line_cached_or_not():
     patterns = [one(["in"], ["on"], "R:PREP", 0.1), one(["the"], [], "M:DET", 0.05)]
-    profile = ErrorProfile({"R:PREP": 0.03, "M:DET": 0.02, "R:SPELL": 0.02}, clean_fraction=0.2)
+    profile = ErrorProfile({"R:PREP": 0.02, "M:DET": 0.02, "R:SPELL": 0.02}, clean_fraction=0.2)
     table = PatternTable(patterns, {"R:PREP": 1.0, "M:DET": 0.5, "R:SPELL": 0.0}, {"R:PREP": 10, "M:DET": 10, "R:SPELL": 10})
     sents = pattern_sentences(200, 2)
     fresh = Replayer(table, profile, lexicon(), calibration=sents[:50])

@@ -43,6 +43,7 @@ from training.synthetic.sentence import CLOSING, Sentence, fold, match_case, spl
 
 PUNCT_GLUED = set(",.;:!?%)]}")
 MAX_CACHED = 300_000  # sentences whose sites a Replayer keeps (~2 KB each)
+MAX_FACTOR = 2.0  # a pattern is replayed at most at twice its rate in the corpus; the rules make the rest
 
 
 class Group:
@@ -112,17 +113,36 @@ class Replayer:
                  calibration: Sequence[str] = (), max_cached: int = MAX_CACHED) -> None:
         self.table, self.profile, self.lex = table, profile, lex or lexicon()
         self.max_cached, self.cache = max_cached, {}
-        # pattern keys -> Key: one-token keys by the token (folded, or exact for case patterns),
-        # longer ones by their tuple, looked up only where a longer key starts
-        patterns: dict[tuple[bool, tuple[str, ...]], list[Pattern]] = {}
-        for p in table.patterns:
-            patterns.setdefault((p.exact, p.key), []).append(p)
+        # each type's patterns scaled by one factor, so that they make the profile's share of the
+        # type that the corpus's patterns make; the rules make the rest
+        self._index(table.patterns)
+        rates = profile.rates
+        found = self.pattern_rate(calibration, by_type=True) if calibration else {}
+        self.factors = {t: min(MAX_FACTOR, rates.get(t, 0.0) * table.coverage.get(t, 0.0) / found[t]) if t in found
+                        else (1.0 if rates.get(t, 0.0) > 0 else 0.0) for t in {p.type for p in table.patterns}}
+        self._index([p._replace(rate=p.rate * self.factors[p.type]) for p in table.patterns
+                     if self.factors[p.type] > 0])
+        made = {t: min(rates.get(t, 0.0) * table.coverage.get(t, 0.0), MAX_FACTOR * e) for t, e in found.items()}
+        self.beta = sum(made.values()) / sum(found.values()) if found else 1.0  # the factors' mean, by weight
+        self.rule_rates = {t: r - made.get(t, 0.0) for t, r in rates.items() if t in CORRUPTIONS and r > 0}
+        self.rule_types = [t for t, r in self.rule_rates.items() if r > 0]
+        self.rule_rate = sum(self.rule_rates.values())
+        applicability = {t: self._applicability(t, calibration) if calibration else 1.0 for t in self.rule_types}
+        self.rule_cum = list(itertools.accumulate(self.rule_rates[t] / max(applicability[t], 0.05)
+                                                  for t in self.rule_types))
+
+    def _index(self, patterns: Sequence[Pattern]) -> None:
+        """Pattern keys -> Key: one-token keys by the token (folded, or exact for case patterns),
+        longer ones by their tuple, looked up only where a longer key starts."""
+        by_key: dict[tuple[bool, tuple[str, ...]], list[Pattern]] = {}
+        for p in patterns:
+            by_key.setdefault((p.exact, p.key), []).append(p)
         self.one: tuple[dict[str, Key], dict[str, Key]] = ({}, {})  # (folded, exact)
         self.longer: tuple[dict[tuple[str, ...], Key], dict[tuple[str, ...], Key]] = ({}, {})
         # the tokens that start a longer key, and every prefix of one (a lookup stops at a non-prefix)
         self.starts: tuple[set[str], set[str]] = (set(), set())
         self.prefixes: tuple[set[tuple[str, ...]], set[tuple[str, ...]]] = (set(), set())
-        for (exact, key), ps in patterns.items():
+        for (exact, key), ps in by_key.items():
             entry = Key(ps)
             if len(key) == 1:
                 self.one[exact][key[0]] = entry
@@ -130,19 +150,7 @@ class Replayer:
                 self.longer[exact][key] = entry
                 self.starts[exact].add(key[0])
                 self.prefixes[exact].update(key[:m] for m in range(2, len(key) + 1))
-        self.max_len = max((len(k) for _, k in patterns), default=1)
-        # what the rules make: each type's share the patterns do not cover, per token
-        rates = profile.rates
-        self.rule_rates = {t: r * (1 - table.coverage.get(t, 0.0)) for t, r in rates.items()
-                           if t in CORRUPTIONS and r > 0}
-        self.rule_types = [t for t, r in self.rule_rates.items() if r > 0]
-        self.rule_rate = sum(self.rule_rates.values())
-        applicability = {t: self._applicability(t, calibration) if calibration else 1.0 for t in self.rule_types}
-        self.rule_cum = list(itertools.accumulate(self.rule_rates[t] / max(applicability[t], 0.05)
-                                                  for t in self.rule_types))
-        wanted = sum(r * table.coverage.get(t, 0.0) for t, r in rates.items())  # patterns' edits per token
-        per_token = self.pattern_rate(calibration) if calibration else 0.0
-        self.beta = wanted / per_token if per_token > 0 else 0.0
+        self.max_len = max((len(k) for _, k in by_key), default=1)
 
     def _applicability(self, t: str, sentences: Sequence[str]) -> float:
         hits = sum(CORRUPTIONS[t](Sentence(x, self.lex), random.Random(f"calibrate/{t}/{j}"))
@@ -150,8 +158,8 @@ class Replayer:
         return hits / len(sentences)
 
     def pattern_rate(self, sentences: Sequence[str], by_type: bool = False) -> float | dict[str, float]:
-        """The patterns' expected edits per token on ``sentences`` at their rates (beta = 1); by_type:
-        per ERRANT type."""
+        """The patterns' expected edits per token on ``sentences`` at the rates they are replayed
+        at (during ``__init__``, first the table's own); by_type: per ERRANT type."""
         mass: dict[str, float] = {}
         n = 0
         for text in sentences:
@@ -207,7 +215,7 @@ class Replayer:
         n = len(found.w)
         if not n:
             return text
-        pattern_mass = self.beta * found.mass
+        pattern_mass = found.mass
         rule_mass = self.rule_rate * n
         wanted = (pattern_mass + rule_mass) / max(1e-6, 1 - self.profile.clean_fraction)
         k = min(1 + poisson(rng, wanted - 1), max(1, n // 4))  # no word salad
