@@ -2,6 +2,7 @@
 hand-written M2 snippet, replayed at its rates, never touching the target, reproducible per line."""
 
 import difflib
+import itertools
 import lzma
 import math
 import random
@@ -10,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from editspec.data import features
 from editspec.errors import EditspecError
-from training.data import pattern_table
+from editspec.tokenization.tokens import load_tokenizer
+from training.data import pattern_table, synthetic_shard, synthetic_source
+from training.models import ModelKind
 from training.synthetic.__main__ import main
 from training.synthetic.lexicon import lexicon
 from training.synthetic.measuring import type_distance
@@ -66,8 +70,10 @@ def test_the_table_counts_each_edit_as_a_rewrite_of_the_corrected_text(m2):
     # spaCy's "do n't" is the text's "don't": one token, as the Wikipedia sentences have it
     assert got[(("doesn't",), 0, 1, ("don't",))][4:7] == ("R:VERB:SVA", 1, 1.0)
     assert got[((".",), 0, 1, ())][4:7] == ("M:PUNCT", 1, pytest.approx(1 / 6))  # 6 full stops
-    # an insertion is keyed on a neighbour: "to _ school" -> "to the school" (a tie: the next token)
+    # an insertion is keyed on a neighbour and the other neighbour's class: "to _ school" -> "to the
+    # school" (a tie: the next token, after a preposition), per "school" after a preposition
     assert got[(("school",), 0, 0, ("the",))][4:7] == ("U:DET", 1, 1.0)
+    assert got[(("school",), 0, 0, ("the",))].context == "prep"
     # a case error keeps its case: "I" -> "i", per exact "I" (3 of them)
     case = got[(("I",), 0, 1, ("i",))]
     assert case.exact and case.type == "R:ORTH" and case.rate == pytest.approx(1 / 3)
@@ -104,9 +110,9 @@ def test_the_table_saves_loads_and_the_cli_builds_it(tmp_path, m2, capsys):
 
 
 # ------------------------------------------------------------------------------------ replaying
-def one(key, learner, type_, rate, start=0, end=None, exact=False):
+def one(key, learner, type_, rate, start=0, end=None, exact=False, context=""):
     end = len(key) if end is None else end
-    return Pattern(tuple(key), start, end, tuple(learner), type_, 10, rate, exact)
+    return Pattern(tuple(key), start, end, tuple(learner), type_, 10, rate, exact, context)
 
 
 def test_a_pattern_is_written_into_the_text_as_a_learner_would():
@@ -154,7 +160,8 @@ def test_patterns_are_replayed_at_their_rates_and_the_target_is_never_touched():
     sampling error), each type's factor brings it to the profile's rate (at most MAX_FACTOR), and every
     target is its sentence, unchanged."""
     patterns = [one(["in"], ["on"], "R:PREP", 0.06), one(["in"], ["at"], "R:PREP", 0.02),
-                one(["the"], [], "M:DET", 0.03), one(["school"], ["the"], "U:DET", 0.2, 0, 0)]
+                one(["the"], [], "M:DET", 0.03), one(["school"], ["the"], "U:DET", 0.2, 0, 0, context="prep"),
+                one(["school"], ["a"], "U:DET", 0.5, 0, 0, context="det")]  # never: no determiner before "school"
     # in these sentences the patterns' own rates make ~0.011 R:PREP, ~0.0055 M:DET, ~0.009 U:DET edits
     # per token: the factors bring them to the profile's rates (the patterns make all of each type)
     profile = ErrorProfile({"R:PREP": 0.016, "M:DET": 0.008, "U:DET": 0.006}, clean_fraction=0.5)
@@ -190,7 +197,7 @@ def test_patterns_are_replayed_at_their_rates_and_the_target_is_never_touched():
         expected = r.factors[t] * rate * occurrences[key]
         assert abs(applied[(y, x)] - expected) < 4 * math.sqrt(expected) + 0.05 * expected, (y, x, applied[(y, x)], expected)
     assert set(applied) == {("in", "on"), ("in", "at"), ("the", ""), ("", "the")}
-    made = sum(r.factors[p.type] * p.rate * occurrences[p.key[0]] for p in patterns)
+    made = sum(r.factors[p.type] * p.rate * occurrences[p.key[0]] for p in patterns[:4])
     assert edits == pytest.approx(made, rel=0.05)
 
 
@@ -259,3 +266,19 @@ def test_cli_benches_both_generators(shards, m2, tmp_path, capsys):
                  "--patterns", str(table)]) == 0
     out = capsys.readouterr().out
     assert "rules: " in out and "patterns + rules, first pass: " in out and "(sites reused)" in out
+
+
+def test_a_synthetic_source_with_patterns_feeds_the_replayed_pairs(shards, m2, tmp_path, tokenizer_dir):
+    """``patterns`` in a synthetic source: its streams are the replayed pairs, featurized, pass after pass."""
+    data_dir = tmp_path
+    build([m2], min_count=1).save(data_dir / "synthetic" / "patterns.json.xz")
+    spec = {"name": "synthetic", "type": "synthetic", "path": shards.name, "shards": [0],
+            "patterns": "synthetic/patterns.json.xz"}
+    source = synthetic_source(spec, data_dir, ModelKind("t5"), tokenizer_dir, 256, 0, 0)
+    made = list(itertools.islice(source.stream(0), 100))  # 40 lines: 3 passes
+    table = data_dir / "synthetic" / "patterns.json.xz"
+    pairs = list(itertools.islice(synthetic_pairs(shards, 0, [0], patterns=table, passes=3), 100))
+    assert len({p["target"] for p in pairs}) == 40 and len({p["source"] for p in pairs}) > 60
+    expected = features.t5_features_batch(load_tokenizer(tokenizer_dir), [p["source"] for p in pairs],
+                                          [p["target"] for p in pairs], 256)
+    assert all(expected) and [{k: ex[k] for k in ("input_ids", "labels")} for ex in made] == expected

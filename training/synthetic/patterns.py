@@ -23,11 +23,13 @@ that differ are the pattern. So a pattern is keyed on the text the replay sees, 
 Rate of a pattern = times learners wrote X where the correction has Y / occurrences of Y in the
 corrected text (the same tokens, folded): replayed on clean text at that rate per occurrence, it
 reproduces the learners' error rate for that word or phrase. An insertion (correct "" -> learner
-"the", U:DET) is keyed on a neighbour: the next token (before "people": "the people") or the
-previous one ("discuss" -> "discuss about"), whichever of the two patterns the corpus holds more
-often; its rate is per occurrence of that neighbour. Patterns seen fewer than ``min_count`` times
-are dropped (their rate is noise); ``coverage`` says, per ERRANT type, which share of the corpus's
-edits the kept patterns account for, and the rules (``corruptions.py``) make the rest.
+"the", U:DET) is keyed on a neighbour and the class of the token on its other side
+(``word_class``): "the" before "people" after a preposition ("of _ people" -> "of the people"),
+or "about" after "discuss" before a determiner, whichever of the two the corpus holds more
+often; its rate is per occurrence of that neighbour with that class beside it. Patterns seen
+fewer than ``min_count`` times are dropped (their rate is noise); ``coverage`` says, per ERRANT
+type, which share of the corpus's edits the kept patterns account for, and the rules
+(``corruptions.py``) make the rest.
 
 Hand-written rather than ERRANT's own classes: ERRANT needs spaCy (a lent GPU machine has none)
 and the table needs only counting over tokens.
@@ -53,19 +55,22 @@ from editspec.text.tokenized import detokenize
 from training.config import REPO_ROOT
 from training.synthetic.profile import first_annotator_edits
 from training.synthetic.sentence import fold, tokens
+from training.synthetic.words import AUXILIARIES, BE, CONJUNCTIONS, DETERMINERS, MODALS, PREPOSITIONS, PRONOUNS, \
+    SUBJECT_PRONOUNS
 
 TRAIN_M2 = ("wi_locness/ABC.train.gold.bea19.m2", "fce/fce.train.gold.bea19.m2")  # inside the data directory
 DEFAULT_TABLE = REPO_ROOT / "runs" / "synthetic" / "patterns.json.xz"  # runs/ is git-ignored
 MIN_COUNT = 5
 MAX_TOKENS = 3  # longest correct or learner side kept as a pattern
-FORMAT = 1
+FORMAT = 2
 
 
 class Pattern(NamedTuple):
     """Rewrite ``key[start:end]`` (folded tokens; exact ones when ``exact``) as ``learner``.
 
     Replacement and deletion: start, end = 0, len(key). Insertion: the key is its neighbour,
-    start == end (0: before it, 1: after it)."""
+    start == end (0: before it, 1: after it), and ``context`` the ``word_class`` of the token on
+    the insertion's other side ("the" after "of" and before a "word": "of the people")."""
 
     key: tuple[str, ...]
     start: int
@@ -75,13 +80,39 @@ class Pattern(NamedTuple):
     count: int
     rate: float
     exact: bool = False  # a case-only pattern, keyed and written in exact case
+    context: str = ""
+
+
+_CLASSES = [("det", DETERMINERS), ("prep", PREPOSITIONS), ("pron", set(PRONOUNS) | SUBJECT_PRONOUNS),
+            ("conj", set(CONJUNCTIONS)), ("aux", AUXILIARIES | MODALS | BE)]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def word_class(tok: str | None) -> str:
+    """A token's coarse class, the context of an insertion: "^" (no token: the sentence's edge),
+    punct, num, det, prep, pron, conj, aux (closed classes, words.py), cap (another capitalized
+    word), word."""
+    if tok is None:
+        return "^"
+    if not tok[:1].isalnum():
+        return "punct"
+    if tok[:1].isdigit():
+        return "num"
+    f = fold(tok)
+    for name, members in _CLASSES:
+        if f in members:
+            return name
+    return "cap" if tok[:1].isupper() else "word"
+
+
+Candidate = tuple[tuple[str, ...], int, int, tuple[str, ...], bool, str]  # key, start, end, learner, exact, context
 
 
 class Event(NamedTuple):
-    """One corpus edit as Sentence tokens: its candidate patterns (key, start, end, learner)."""
+    """One corpus edit as Sentence tokens: the patterns that could count it."""
 
     type: str
-    candidates: tuple[tuple[tuple[str, ...], int, int, tuple[str, ...], bool], ...]
+    candidates: tuple[Candidate, ...]
 
 
 @dataclass
@@ -105,7 +136,7 @@ class PatternTable:
         tmp = path.with_name(path.name + ".tmp")
         doc = {"format": FORMAT, "sources": self.sources, "min_count": self.min_count, "edits": self.edits,
                "coverage": self.coverage, "patterns": [[list(p.key), p.start, p.end, list(p.learner), p.type,
-                                                        p.count, p.rate, p.exact] for p in self.patterns]}
+                                                        p.count, p.rate, p.exact, p.context] for p in self.patterns]}
         with lzma.open(tmp, "wt", encoding="utf-8") as f:
             json.dump(doc, f, separators=(",", ":"), ensure_ascii=False)
         tmp.replace(path)
@@ -121,7 +152,7 @@ class PatternTable:
                                 f"`python -m training.synthetic.patterns build --out {path}`)") from e
         if doc.get("format") != FORMAT:
             raise EditspecError(f"pattern table {path} has format {doc.get('format')}, not {FORMAT}: build it again")
-        patterns = [Pattern(tuple(k), s, e, tuple(x), t, c, r, bool(exact)) for k, s, e, x, t, c, r, exact
+        patterns = [Pattern(tuple(k), s, e, tuple(x), t, c, r, bool(exact), ctx) for k, s, e, x, t, c, r, exact, ctx
                     in doc["patterns"]]
         return cls(patterns, doc["coverage"], doc["edits"], doc["sources"], doc["min_count"])
 
@@ -174,13 +205,14 @@ def edit_events(source: list[str], edits) -> list[Event]:
             continue
         exact = len(y) == len(x) and [t.lower() for t in y] == [t.lower() for t in x]
         if exact:  # "English" -> "english": case is the error
-            cands = ((tuple(y), 0, len(y), tuple(x), True),)
+            cands = ((tuple(y), 0, len(y), tuple(x), True, ""),)
         elif y:
-            cands = ((tuple(folded[i:j]), 0, j - i, tuple(fold(t) for t in x), False),)
-        else:  # an insertion: keyed on the token after it, or the one before
+            cands = ((tuple(folded[i:j]), 0, j - i, tuple(fold(t) for t in x), False, ""),)
+        else:  # an insertion: keyed on the token after it and the class before, or the other way round
             ins = tuple(fold(t) for t in x)
-            cands = tuple(c for c in (((folded[i],), 0, 0, ins, False) if i < len(correct) else None,
-                                      ((folded[i - 1],), 1, 1, ins, False) if i > 0 else None) if c)
+            before, after = (correct[i - 1] if i > 0 else None), (correct[i] if i < len(correct) else None)
+            cands = tuple(c for c in (((folded[i],), 0, 0, ins, False, word_class(before)) if after else None,
+                                      ((folded[i - 1],), 1, 1, ins, False, word_class(after)) if before else None) if c)
         events.append(Event(e.type, cands))
     return events
 
@@ -212,18 +244,25 @@ def build(m2_paths: list[str | os.PathLike], min_count: int = MIN_COUNT) -> Patt
         if c:
             types[c][ev.type] += 1
     kept = {c: n for c, n in counts.items() if n >= min_count}
-    occurrences = _occurrences(sentences, {(c[0], c[4]) for c in kept})
-    patterns = sorted((Pattern(key, s, e, x, types[c].most_common(1)[0][0], n, n / occurrences[(key, exact)], exact)
-                       for c, n in kept.items() for key, s, e, x, exact in [c]), key=lambda p: -p.count)
+    occurrences = _occurrences(sentences, {_place(c) for c in kept})
+    patterns = sorted((Pattern(key, s, e, x, types[c].most_common(1)[0][0], n, n / occurrences[_place(c)], exact, ctx)
+                       for c, n in kept.items() for key, s, e, x, exact, ctx in [c]), key=lambda p: -p.count)
     edits = Counter(ev.type for ev in events)
     covered = Counter(ev.type for ev, c in zip(events, chosen) if c in kept)
     coverage = {t: covered[t] / n for t, n in edits.most_common()}
     return PatternTable(patterns, coverage, dict(edits.most_common()), [p.name for p in paths], min_count)
 
 
-def _occurrences(sentences: list[list[str]], keys: set[tuple[tuple[str, ...], bool]]) -> Counter:
-    """How often each (key, exact) occurs in the corrected sentences."""
-    lengths = sorted({len(k) for k, _ in keys})
+def _place(c: Candidate) -> tuple:
+    """What a pattern's rate is per: its key (exact or folded), and for an insertion the side and
+    the class of the token on its other side."""
+    key, start, end, _, exact, context = c
+    return (key, exact) if start < end else (key, exact, start, context)
+
+
+def _occurrences(sentences: list[list[str]], places: set[tuple]) -> Counter:
+    """How often each ``_place`` occurs in the corrected sentences."""
+    lengths = sorted({len(p[0]) for p in places})
     occ: Counter = Counter()
     for toks in sentences:
         folded = [fold(t) for t in toks]
@@ -231,8 +270,13 @@ def _occurrences(sentences: list[list[str]], keys: set[tuple[tuple[str, ...], bo
             for i in range(len(toks) - n + 1):
                 for exact, seq in ((False, folded), (True, toks)):
                     k = (tuple(seq[i:i + n]), exact)
-                    if k in keys:
+                    if k in places:
                         occ[k] += 1
+                    if n == 1:  # as an insertion's neighbour: the class on the other side
+                        for side, other in ((0, toks[i - 1] if i else None), (1, toks[i + 1] if i + 1 < len(toks) else None)):
+                            k = (k[0], exact, side, word_class(other))
+                            if k in places:
+                                occ[k] += 1
     return occ
 
 
@@ -266,10 +310,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def describe(table: PatternTable, top: int = 30) -> str:
     def side(p: Pattern) -> tuple[str, str]:
-        if p.start == p.end:  # an insertion next to its key
-            ctx = p.key[0]
-            x = " ".join(p.learner)
-            return (f"_ {ctx}", f"{x} {ctx}") if p.start == 0 else (f"{ctx} _", f"{ctx} {x}")
+        if p.start == p.end:  # an insertion next to its key, with the other neighbour's class
+            key, x, other = p.key[0], " ".join(p.learner), f"[{p.context}]"
+            return (f"{other} _ {key}", f"{other} {x} {key}") if p.start == 0 else \
+                (f"{key} _ {other}", f"{key} {x} {other}")
         return " ".join(p.key) or "_", " ".join(p.learner) or "_"
 
     lines = [f"{len(table.patterns)} patterns (seen >= {table.min_count} times) in {', '.join(table.sources)}: "

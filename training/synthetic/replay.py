@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from training.synthetic.corruptions import CORRUPTIONS, drop_punct, misspell
 from training.synthetic.corruptor import poisson
 from training.synthetic.lexicon import Lexicon, lexicon
-from training.synthetic.patterns import Pattern, PatternTable
+from training.synthetic.patterns import Pattern, PatternTable, word_class
 from training.synthetic.profile import FALLBACK_PROFILE, ErrorProfile
 from training.synthetic.sentence import CLOSING, Sentence, fold, match_case, split
 
@@ -65,27 +65,25 @@ class Group:
 
 
 class Key:
-    """The patterns of one key. Most keys have one Group; a key whose patterns insert a
-    punctuation mark has one per context, since a mark goes only where there is room for one
-    (after a word, not beside another mark)."""
+    """The patterns of one key. Most keys have one Group; a key with insertion patterns has one
+    per context, since an insertion fits only beside a token of its class (``word_class``)."""
 
     __slots__ = ("patterns", "group", "variants")
 
     def __init__(self, patterns: list[Pattern]) -> None:
         self.patterns = patterns
-        marks = any(p.start == p.end and not p.learner[0][:1].isalnum() for p in patterns)
-        self.group = None if marks else Group(patterns)
-        self.variants: dict[tuple[bool, bool], Group | None] = {}
+        self.group = None if any(p.start == p.end for p in patterns) else Group(patterns)
+        self.variants: dict[tuple[str, str], Group | None] = {}
 
     def at(self, w: list[str], i: int, m: int) -> Group | None:
         """The Group for the key at tokens [i, i + m) of w."""
         if self.group is not None:
             return self.group
-        room = (_room_for_mark(w, i), _room_for_mark(w, i + m))  # before the key, after it
-        g = self.variants.get(room, False)
-        if g is False:
-            fits = [p for p in self.patterns if p.start < p.end or p.learner[0][:1].isalnum() or room[p.start > 0]]
-            g = self.variants[room] = Group(fits) if fits else None
+        context = (word_class(w[i - 1] if i else None), word_class(w[i + m] if i + m < len(w) else None))
+        g = self.variants.get(context, False)
+        if g is False:  # an insertion before the key fits after its class, one after it before
+            fits = [p for p in self.patterns if p.start < p.end or p.context == context[p.start]]
+            g = self.variants[context] = Group(fits) if fits else None
         return g
 
 
@@ -227,14 +225,14 @@ class Replayer:
             elif self.rule_types:
                 rules.append(self._rule_type(rng))
         edits: list[Edit] = []
-        redraws = 2 * len(rules) + 2
+        redraws = 4 * len(rules) + 4
         while rules:  # a rule with no place, or whose edit touches an earlier one, is redrawn
             t = rules.pop()
             if not _edit(found, self.lex, edits, lambda s: CORRUPTIONS[t](s, rng)) and redraws:
                 redraws -= 1
                 rules.append(self._rule_type(rng))
         tries, done = 0, 0
-        while done < n_patterns and tries < 2 * n_patterns + 3:
+        while done < n_patterns and tries < 4 * n_patterns + 6:
             tries += 1
             i, group = found.at[bisect.bisect_right(found.cum, rng.random() * found.mass)]
             p = group.draw(rng)
@@ -285,11 +283,6 @@ def _edit(found: Sites, lex: Lexicon, edits: list[Edit], corrupt: Callable[[Sent
         return False
     edits.append((lo, hi, w1[lo:n1 - k], sp1[lo:n1 - k]))
     return True
-
-
-def _room_for_mark(w: list[str], b: int) -> bool:
-    """May a punctuation mark go before token b: after a word or number, not beside another mark?"""
-    return 0 < b and w[b - 1][:1].isalnum() and (b == len(w) or not _glues(w[b]))
 
 
 def _glues(tok: str) -> bool:
