@@ -39,7 +39,7 @@ from training.synthetic.corruptor import poisson
 from training.synthetic.lexicon import Lexicon, lexicon
 from training.synthetic.patterns import Pattern, PatternTable, word_class
 from training.synthetic.profile import FALLBACK_PROFILE, ErrorProfile
-from training.synthetic.sentence import CLOSING, Sentence, fold, match_case, split
+from training.synthetic.sentence import CLOSING, OPENING, Sentence, fold, match_case, split
 
 PUNCT_GLUED = set(",.;:!?%)]}")
 MAX_CACHED = 300_000  # sentences whose sites a Replayer keeps (~2 KB each)
@@ -236,7 +236,9 @@ class Replayer:
             tries += 1
             i, group = found.at[bisect.bisect_right(found.cum, rng.random() * found.mass)]
             p = group.draw(rng)
-            done += _edit(found, self.lex, edits, lambda s: apply_pattern(s, i + p.start, i + p.end, p))
+            span = _quick_span(found, i + p.start, i + p.end, p)
+            done += _keep(edits, span) if span is not False else \
+                _edit(found, self.lex, edits, lambda s: apply_pattern(s, i + p.start, i + p.end, p))
         if not edits:  # nothing applied: one typo instead
             _edit(found, self.lex, edits, lambda s: misspell(s, rng) or drop_punct(s, rng))
         w, sp = found.w[:], found.sp[:]
@@ -279,10 +281,39 @@ def _edit(found: Sites, lex: Lexicon, edits: list[Edit], corrupt: Callable[[Sent
     hi = n0 - k
     if lo == hi and lo == n1 - k:  # nothing changed
         return False
+    return _keep(edits, (lo, hi, w1[lo:n1 - k], sp1[lo:n1 - k]))
+
+
+def _keep(edits: list[Edit], span: Edit | None) -> bool:
+    """Keep an error's span if it stays apart from the earlier errors' (an untouched token between)."""
+    if span is None:
+        return False
+    lo, hi = span[0], span[1]
     if any(not (hi < a or b < lo) for a, b, _, _ in edits):
         return False
-    edits.append((lo, hi, w1[lo:n1 - k], sp1[lo:n1 - k]))
+    edits.append(span)
     return True
+
+
+def _quick_span(found: Sites, lo: int, hi: int, p: Pattern) -> Edit | None | bool:
+    """The span ``_edit`` would find for the commonest patterns, one word for another or one
+    token dropped, without a Sentence (None: no change); False for the others."""
+    w, sp, learner = found.w, found.sp, p.learner
+    if hi - lo != 1 or lo == 0 or len(learner) > 1:
+        return False
+    old = w[lo]
+    if learner:  # "in" -> "on", "are" -> "is", "," -> "."
+        new = learner[0] if p.exact else match_case(old, learner[0])
+        if _glues(old) != _glues(new):
+            return False
+        return (lo, hi, [new], [sp[lo]]) if new != old else None
+    # dropped, as Sentence.delete drops it: the space before it becomes the space after it
+    prev = w[lo - 1]
+    if prev in OPENING or prev in "\"'" and (lo == 1 or sp[lo - 2] != ""):
+        return (lo, hi, [], [])
+    if sp[lo - 1] == "" or sp[lo] == "":
+        return (lo - 1, hi, [prev], [sp[lo]]) if sp[lo] != sp[lo - 1] else (lo, hi, [], [])
+    return (lo, hi, [], [])
 
 
 def _glues(tok: str) -> bool:
