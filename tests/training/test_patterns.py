@@ -22,7 +22,7 @@ from training.synthetic.measuring import type_distance
 from training.synthetic.pairs import sentence_rng, synthetic_pairs
 from training.synthetic.patterns import Pattern, PatternTable, build, main as patterns_main
 from training.synthetic.profile import ErrorProfile
-from training.synthetic.replay import MAX_FACTOR, Replayer, apply_pattern
+from training.synthetic.replay import MAX_FACTOR, Replayer, _edit, _quick_span, apply_pattern
 from training.synthetic.sentence import Sentence, tokens
 
 M2 = """S I live at London .
@@ -282,3 +282,38 @@ def test_a_synthetic_source_with_patterns_feeds_the_replayed_pairs(shards, m2, t
     expected = features.t5_features_batch(load_tokenizer(tokenizer_dir), [p["source"] for p in pairs],
                                           [p["target"] for p in pairs], 256)
     assert all(expected) and [{k: ex[k] for k in ("input_ids", "labels")} for ex in made] == expected
+
+
+def test_quick_spans_are_the_spans_a_sentence_edit_gives(m2):
+    """One word for another and a dropped token, written directly, equal the same pattern applied
+    through a Sentence (spaces and case included)."""
+    table = build([m2], min_count=1)
+    extra = [one([","], [], "M:PUNCT", 0.2), one(["in"], ["on"], "R:PREP", 0.1), one(["("], [], "M:PUNCT", 0.1),
+             one(["the"], [], "M:DET", 0.1), one(["."], [","], "R:PUNCT", 0.1), one(["I"], ["i"], "R:ORTH", 0.1, exact=True)]
+    patterns = table.patterns + extra
+    r = Replayer(PatternTable(patterns, table.coverage, table.edits), ErrorProfile({p.type: 0.01 for p in patterns}, 0.0),
+                 lexicon())
+    texts = ["In 2013, the city (the capital) grew in size , and I left.", 'He said "no" , in the end.',
+             "At the time, in Paris, the (new) bridge opened."]
+    checked = 0
+    for text in texts:
+        found = r.sites(text)
+        for i, group in found.at:
+            for p in group.patterns:
+                span = _quick_span(found, i + p.start, i + p.end, p)
+                if span is False:
+                    continue
+                edits = []
+                made = _edit(found, r.lex, edits, lambda s: apply_pattern(s, i + p.start, i + p.end, p))
+                assert (span is None) == (not made)
+                if made:
+                    checked += 1
+                    assert spliced(found, span) == spliced(found, edits[0]), (text, p)
+    assert checked > 15
+
+
+def spliced(found, span) -> str:
+    lo, hi, new_w, new_sp = span
+    w, sp = found.w[:], found.sp[:]
+    w[lo:hi], sp[lo:hi] = new_w, new_sp
+    return found.lead + "".join(a + b for a, b in zip(w, sp))
