@@ -14,7 +14,7 @@ import pytest
 from editspec.data import features
 from editspec.errors import EditspecError
 from editspec.tokenization.tokens import load_tokenizer
-from training.data import pattern_table, synthetic_shard, synthetic_source
+from training.data import pattern_table, synthetic_source
 from training.models import ModelKind
 from training.synthetic.__main__ import main
 from training.synthetic.lexicon import lexicon

@@ -17,9 +17,10 @@ from its M2 file at run time (``profile.error_profile``), never stored here. One
 fixed (patterns + rules)::
 
     target  He lived in Paris for three years, and he worked at a bank.
-    sites   found once: in -> on / at / _, for -> to / _, "," -> _, a -> the / _, _ a -> the a, ...
-    errors  pattern R:PREP "in" -> "on"; pattern M:PUNCT "," -> _; rule R:SPELL "worked" -> "workd"
-    source  He lived on Paris for three years and he workd at a bank.
+    sites   found once: in -> on / _ / of, for -> _ / to, "," -> _, at -> in, a -> _ / the, ...
+    errors  pattern R:PREP "at" -> "in"; rules U:DET "in Paris" -> "in the Paris", R:NOUN
+            "years" -> "ears"
+    source  He lived in the Paris for three ears, and he worked in a bank.
 
 The modules, in the order the data flows through them:
 

@@ -19,7 +19,7 @@ a word-choice slip must keep the word class, or ERRANT files it under another ty
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 
 from training.synthetic.lexicon import Lexicon
 from training.synthetic.sentence import Sentence, capitalize, is_word_token, match_case

@@ -1,28 +1,39 @@
 """Replaying learners' edit patterns on clean sentences, with the rules for what they do not cover.
 
 The pattern table (``patterns.py``) says, per word or phrase of correct text, what learners wrote
-instead and how often (per occurrence). For one sentence (worked example, seed fixed)::
+instead and how often per occurrence. One sentence, ``Replayer.corrupt(text, random.Random(6))``
+with W&I train's profile and the W&I + FCE train table (rates as in the table)::
 
     target  He lived in Paris for three years, and he worked at a bank.
-    sites   found once per sentence (``Sites``), each with its rate per occurrence:
-            in -> on 0.028, in -> at 0.011, in -> _ 0.018, ...   for -> to 0.027, ...
-            , -> _ 0.177, ...   a -> the 0.020, a -> _ 0.086, ...   _ a -> the a ... (insertions)
-    pass    with probability ``clean_fraction`` the sentence stays clean; else k edits, k as in
-            ``corruptor.py`` but from this sentence's own sites: expected edits = beta * (sum of
-            its sites' rates) + n * (the rules' rate per token); each edit is a site drawn by its
-            rate, or (with the rules' share) an ERRANT type the rules make (``corruptions.py``)
-    source  He lived on Paris for three years and he worked at a bank.
+    sites   found once per sentence (``Sites``): in -> on 0.028, in -> _ 0.018, in -> of 0.013, ...;
+            for -> _ 0.032, for -> to 0.027; years -> year 0.017; "," -> _ 0.177; worked -> work
+            0.046; at -> in 0.086; a -> _ 0.086, a -> the 0.020; He -> he 0.038; ...
+    source  He lived in the Paris for three ears, and he worked in a bank.
+            (a pattern: R:PREP "at" -> "in"; rules: U:DET "in Paris" -> "in the Paris", R:NOUN
+            "years" -> "ears")
+
+A pass over a sentence: with probability ``clean_fraction`` it stays clean; else it gets k errors,
+k as in ``corruptor.py`` but from its own sites: expected errors = (its sites' rates, each times
+its type's factor) + n * (the rules' rate per token). Each error is a rule's (an ERRANT type drawn
+by the rules' rates, ``corruptions.py``) or a site's (drawn by its rate). Each is made on a fresh
+copy of the unedited sentence and kept as the span of tokens it changed, if that span stays apart
+from the others'; the spans are then written into the sentence right to left. So every rule sees
+the sentence as it is, and what it finds there is remembered (``Sentence.cached``) for the next
+error and the next pass.
 
 Scaling (``Replayer``): in the corpus the patterns make a share c_T of type T's edits (the
 table's ``coverage``). For a profile of p_T edits per token (``ErrorProfile``, scaled by a
-source's ``error_rate``), the patterns should make sum_T p_T c_T edits per token and the rules
-p_T (1 - c_T) of each type T. One factor beta for all patterns, beta = sum_T p_T c_T / e with e
-the patterns' mean rate per token on calibration sentences, keeps their rates relative to each
-other as the learners' (in -> on at 0.028 per "in" and at -> in at 0.086 per "at" stay 1 : 3);
-beta is ~1 when clean text holds the pattern words as often as the learners' corrected essays.
+source's ``error_rate``), type T's patterns are replayed at factor f_T = p_T c_T / e_T times their
+rates, e_T being what they make per token at their own rates on calibration sentences (the first
+lines of the data), and at most ``MAX_FACTOR``; the rules make the rest of the type, p_T - f_T e_T.
+Within a type the learners' rates keep their proportions (in -> on : at -> in stays 0.028 : 0.086
+per occurrence); across types the factors bring the mix to the profile's. One factor for all
+types instead kept the corpus's rates per word but not its mix: Wikipedia holds more articles and
+prepositions per token than learners' essays, and the type distance to W&I train doubled
+(reports/synthetic-errors.md).
 
-Each pass over a sentence reuses its sites: a ``Sites`` is cached by the sentence's text (up to
-``max_cached`` sentences), so the next epoch over a shard draws new errors without looking the
+A ``Sites`` is cached by the sentence's text (up to ``max_cached`` sentences, ~10 KB each with
+what the rules found), so the next pass over a shard draws new errors without looking the
 sentence up again. The pair is a function of the text and the RNG only, cached or not.
 """
 
@@ -42,7 +53,7 @@ from training.synthetic.profile import FALLBACK_PROFILE, ErrorProfile
 from training.synthetic.sentence import CLOSING, OPENING, Sentence, fold, match_case, split
 
 PUNCT_GLUED = set(",.;:!?%)]}")
-MAX_CACHED = 300_000  # sentences whose sites a Replayer keeps (~2 KB each)
+MAX_CACHED = 100_000  # sentences whose sites a Replayer keeps (~10 KB each, with the rules' finds)
 MAX_FACTOR = 2.0  # a pattern is replayed at most at twice its rate in the corpus; the rules make the rest
 
 
