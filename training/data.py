@@ -40,7 +40,7 @@ from editspec.text.spelling import respell_all
 from editspec.tokenization.edits import align
 from editspec.tokenization.tokens import encode, load_tokenizer
 from training.data_mixture import Batching, MapSource, Mixture, Position, ShardedStream
-from training.config import resolve
+from training.config import REPO_ROOT, resolve
 from training.models import ModelKind
 from training.synthetic.pairs import WIKI_DIR, shard_files, synthetic_pairs
 
@@ -88,24 +88,21 @@ def read_pairs(spec: dict, data_dir: Path):
 
 
 def synthetic_shard(shard: tuple[str, int, int], start: int, folder: str, seed: int, m2: str | None,
-                    tok_path: str, kind_name: str, max_length: int, error_rate: float = 1.0):
+                    tok_path: str, kind_name: str, max_length: int, error_rate: float = 1.0,
+                    patterns: str | None = None):
     """Featurized synthetic pairs of one part of a Wikipedia shard from item ``start`` on, endlessly.
 
     ``shard`` is (file name, part, parts): lines n with n % parts == part. Pairs are a function of
     (seed, shard, line) (``training.synthetic.pairs``); after a full pass the part starts again with
-    another seed: new errors in the same sentences, so a T5's target ids are tokenized once and
-    kept (``TargetIds``). Items before ``start`` are regenerated and dropped (about 1 ms each),
-    which is how a run resumes.
+    another seed: new errors in the same sentences (a pattern replayer finds each sentence's sites
+    once), so a T5's target ids are tokenized once and kept (``TargetIds``). Items before ``start``
+    are regenerated and dropped (well under 1 ms each), which is how a run resumes.
     """
     tok, kind = load_tokenizer(tok_path), ModelKind(kind_name)
     featurize = TargetIds(tok).t5_features if kind.name == "t5" else functools.partial(kind.featurize_batch, tok)
     name, part, parts = shard
-
-    def endless():
-        for epoch in itertools.count():
-            yield from synthetic_pairs(folder, seed + 1000 * epoch, [name], m2, part, parts, error_rate)
-
-    pairs = itertools.islice(endless(), start, None)
+    endless = synthetic_pairs(folder, seed, [name], m2, part, parts, error_rate, patterns, passes=None)
+    pairs = itertools.islice(endless, start, None)
     while True:
         chunk = list(itertools.islice(pairs, 256))
         yield from featurize([e["source"] for e in chunk], [e["target"] for e in chunk], max_length)
@@ -128,21 +125,36 @@ class TargetIds:
         return out
 
 
+def pattern_table(path: str, data_dir: Path) -> Path:
+    """A synthetic source's ``patterns``: a relative path is looked up in the data directory (where
+    a lease carries the table), then in runs/ (where ``python -m training.synthetic.patterns build``
+    writes it here)."""
+    p = Path(path)
+    for candidate in [p] if p.is_absolute() else [data_dir / p, REPO_ROOT / "runs" / p]:
+        if candidate.is_file():
+            return candidate
+    raise SystemExit(f"no pattern table {path} in {data_dir} or {REPO_ROOT / 'runs'}: build it with "
+                     f"`python -m training.synthetic.patterns build --out {REPO_ROOT / 'runs' / path}`")
+
+
 def synthetic_source(spec: dict, data_dir: Path, kind: ModelKind, tok_path: Path, max_length: int, seed: int,
                      workers: int) -> ShardedStream:
     """Synthetic errors in the Wikipedia sentence shards, round-robin over the shards' parts.
 
     A worker process makes whole streams, so ``parts`` (the spec's, default 1) splits each shard
     into that many line-interleaved streams when there are more workers than shards; parts is part
-    of the data recipe (it sets the order of the pairs), workers is not.
+    of the data recipe (it sets the order of the pairs), workers is not. With ``patterns`` (a table
+    of ``training.synthetic.patterns``, see ``pattern_table``) the errors are the learners' patterns
+    replayed at their rates and the rules for the rest; without it, the rules alone.
     """
     folder = data_dir / spec.get("path", WIKI_DIR)
     parts = int(spec.get("parts", 1))
     shards = [(f.name, q, parts) for f in shard_files(folder, spec.get("shards")) for q in range(parts)]
     m2 = str(data_dir / spec["m2_for_rates"]) if spec.get("m2_for_rates") else None
+    patterns = str(pattern_table(spec["patterns"], data_dir)) if spec.get("patterns") else None
     produce = functools.partial(synthetic_shard, folder=str(folder), seed=int(spec.get("seed", seed)), m2=m2,
                                 tok_path=str(tok_path), kind_name=kind.name, max_length=max_length,
-                                error_rate=float(spec.get("error_rate", 1.0)))
+                                error_rate=float(spec.get("error_rate", 1.0)), patterns=patterns)
     return ShardedStream(spec["name"], shards, produce, chunk=64, workers=workers)
 
 

@@ -10,6 +10,9 @@ in all, and reaches nothing else: not ../shared/data, not a package index. So th
                                                            line ``wiki_start`` on (the continuation
                                                            says where the last lease stopped), as many
                                                            as the size limit leaves room for
+    .lease/data/synthetic/patterns.json.xz                 the learners' edit patterns the synthetic
+                                                           errors replay, built from the W&I and FCE
+                                                           train files (training.synthetic.patterns)
     .lease/lexicon.json.xz     the synthetic errors' word lists (spaCy's lemmatizer tables and
                                ERRANT's words: neither package is in the machine's image)
     .lease/wheels.tar.xz       wheels of the packages the training imports that the image lacks
@@ -49,6 +52,9 @@ from training.lease.park import BUNDLE_MODELS, CONTINUATION, park, unpark
 from training.lease.plan import REPO_ROOT, WHEELS, load_plan
 from training.synthetic.lexicon import save_tables
 from training.synthetic.pairs import WIKI_DIR, read_lines, shard_files
+from training.synthetic.patterns import TRAIN_M2, build as build_patterns
+
+PATTERN_TABLE = "synthetic/patterns.json.xz"  # inside the data directory: a synthetic source's `patterns`
 
 LIMIT = 64 * 2**20  # what travels with a call: the working tree and the carried folders
 CHUNK = 20_000  # Wikipedia lines per xz stream
@@ -181,6 +187,8 @@ def prepare(folder: Path, plan_path: Path, data: Path | None = None, wheels: lis
             raise EditspecError(f"{src} does not exist (the plan's m2 files are read from {data})")
         counts[rel] = write_m2(src, tmp / "data" / (rel + ".xz"), m2_sentences)
     save_tables(tmp / "lexicon.json.xz")
+    if plan.get("wiki", True):  # a synthetic stage: the patterns it replays, from the train files only
+        build_patterns([data / rel for rel in TRAIN_M2]).save(tmp / "data" / PATTERN_TABLE)
     names = write_wheels([fetch_wheel(w, wheel_cache) for w in (WHEELS if wheels is None else wheels)],
                          tmp / "wheels.tar.xz")
     # what does not travel: the shipped bundle's models, or for a plan that ships it as it is (park: false), the

@@ -19,7 +19,7 @@ a word-choice slip must keep the word class, or ERRANT files it under another ty
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 
 from training.synthetic.lexicon import Lexicon
 from training.synthetic.sentence import Sentence, capitalize, is_word_token, match_case
@@ -67,11 +67,14 @@ def _noun_like(s: Sentence, i: int) -> bool:
 
 
 # -- determiners -------------------------------------------------------------------------------
+_DROPPED_DETERMINERS = DETERMINERS - ARTICLES - {"no", "all", "both"}
+
+
 @corruption("M:DET")
 def drop_det(s: Sentence, rng: random.Random) -> bool:
-    arts = [i for i in range(len(s) - 1) if s.low(i) in ARTICLES and is_word_token(s.w[i + 1])]
-    other = [i for i in range(len(s) - 1) if s.low(i) in DETERMINERS - ARTICLES - {"no", "all", "both"}
-             and is_word_token(s.w[i + 1])]
+    arts, other = s.cached("M:DET", lambda: (
+        [i for i in range(len(s) - 1) if s.low(i) in ARTICLES and is_word_token(s.w[i + 1])],
+        [i for i in range(len(s) - 1) if s.low(i) in _DROPPED_DETERMINERS and is_word_token(s.w[i + 1])]))
     i = _pick(rng, arts if arts and (not other or rng.random() < 0.85) else other)
     if i is None:
         return False
@@ -81,16 +84,7 @@ def drop_det(s: Sentence, rng: random.Random) -> bool:
 
 @corruption("U:DET")
 def insert_det(s: Sentence, rng: random.Random) -> bool:
-    cands = []
-    for i in range(len(s)):
-        w, prev = s.w[i], s.low(i - 1)
-        if prev in DETERMINERS or (i > 0 and not is_word_token(s.w[i - 1]) and s.w[i - 1] != ","):
-            continue
-        if (i > 0 and w[:1].isupper() and w.isalpha() and prev in PREPOSITIONS) or \
-                (_noun_like(s, i) and (i == 0 or prev in PREPOSITIONS or prev in ("and", "or", ",")
-                                       or s.lex.analyses(prev))):
-            cands.append(i)
-    i = _pick(rng, cands)
+    i = _pick(rng, s.cached("U:DET", lambda: tuple(_det_gaps(s))))
     if i is None:
         return False
     det = rng.choices(("the", "a", "this", "some"), (0.75, 0.15, 0.05, 0.05))[0]
@@ -100,9 +94,23 @@ def insert_det(s: Sentence, rng: random.Random) -> bool:
     return True
 
 
+def _det_gaps(s: Sentence) -> list[int]:
+    """Where a determiner could wrongly go: before a noun after a preposition, "and", a comma."""
+    cands = []
+    for i in range(len(s)):
+        w, prev = s.w[i], s.low(i - 1)
+        if prev in DETERMINERS or (i > 0 and not is_word_token(s.w[i - 1]) and s.w[i - 1] != ","):
+            continue
+        if (i > 0 and w[:1].isupper() and w.isalpha() and prev in PREPOSITIONS) or \
+                (_noun_like(s, i) and (i == 0 or prev in PREPOSITIONS or prev in ("and", "or", ",")
+                                       or s.lex.analyses(prev))):
+            cands.append(i)
+    return cands
+
+
 @corruption("R:DET")
 def replace_det(s: Sentence, rng: random.Random) -> bool:
-    cands = [i for i in range(len(s) - 1) if s.low(i) in DET_CONFUSIONS and is_word_token(s.w[i + 1])]
+    cands = s.cached("R:DET", lambda: tuple(i for i in range(len(s) - 1) if s.low(i) in DET_CONFUSIONS and is_word_token(s.w[i + 1])))
     i = _pick(rng, cands)
     if i is None:
         return False
@@ -125,14 +133,14 @@ def _infinitive_to(s: Sentence, i: int) -> bool:
 
 @corruption("R:PREP")
 def replace_prep(s: Sentence, rng: random.Random) -> bool:
-    cands = [i for i in range(len(s) - 1) if s.low(i) in PREP_CONFUSIONS and not _infinitive_to(s, i)]
+    cands = s.cached("R:PREP", lambda: tuple(i for i in range(len(s) - 1) if s.low(i) in PREP_CONFUSIONS and not _infinitive_to(s, i)))
     return _confuse(s, rng, cands, PREP_CONFUSIONS)
 
 
 @corruption("M:PREP")
 def drop_prep(s: Sentence, rng: random.Random) -> bool:
-    cands = [i for i in range(1, len(s) - 1) if s.low(i) in COMMON_PREPS and is_word_token(s.w[i + 1])
-             and not _infinitive_to(s, i)]
+    cands = s.cached("M:PREP", lambda: tuple(i for i in range(1, len(s) - 1) if s.low(i) in COMMON_PREPS and is_word_token(s.w[i + 1])
+             and not _infinitive_to(s, i)))
     i = _pick(rng, cands)
     if i is None:
         return False
@@ -142,8 +150,8 @@ def drop_prep(s: Sentence, rng: random.Random) -> bool:
 
 @corruption("U:PREP")
 def insert_prep(s: Sentence, rng: random.Random) -> bool:
-    cands = [i for i in range(1, len(s)) if s.low(i) in DETERMINERS and is_word_token(s.w[i - 1])
-             and s.low(i - 1) not in PREPOSITIONS and s.low(i - 1) not in DETERMINERS]
+    cands = s.cached("U:PREP", lambda: tuple(i for i in range(1, len(s)) if s.low(i) in DETERMINERS and is_word_token(s.w[i - 1])
+             and s.low(i - 1) not in PREPOSITIONS and s.low(i - 1) not in DETERMINERS))
     i = _pick(rng, cands)
     if i is None:
         return False
@@ -153,9 +161,9 @@ def insert_prep(s: Sentence, rng: random.Random) -> bool:
 
 @corruption("R:PART")
 def replace_part(s: Sentence, rng: random.Random) -> bool:
-    cands = [i for i in range(len(s) - 1) if _infinitive_to(s, i)]
-    cands += [i for i in range(1, len(s)) if s.low(i) in ("up", "out", "off", "down")
-              and s.lex.analyses(s.low(i - 1))]
+    cands = s.cached("R:PART", lambda: tuple(
+        [i for i in range(len(s) - 1) if _infinitive_to(s, i)]
+        + [i for i in range(1, len(s)) if s.low(i) in ("up", "out", "off", "down") and s.lex.analyses(s.low(i - 1))]))
     i = _pick(rng, cands)
     if i is None:
         return False
@@ -165,9 +173,23 @@ def replace_part(s: Sentence, rng: random.Random) -> bool:
 
 
 # -- verbs ---------------------------------------------------------------------------------------
-def _verbs(s: Sentence, forms: Iterable[str]) -> list[tuple[int, str, str]]:
-    """(position, lemma, form) of words that read as verbs in context, for the wanted forms."""
-    forms = set(forms)
+def _verbs(s: Sentence, forms: tuple[str, ...]) -> tuple[tuple[int, str, str], ...]:
+    """(position, lemma, form) of words that read as verbs in context, for the wanted forms: of
+    each word, its first reading in one of them."""
+    def find() -> tuple[tuple[int, str, str], ...]:
+        wanted = set(forms)
+        return tuple(next(((i, lemma, form) for lemma, form in readings if form in wanted), None) or ()
+                     for i, readings in _verb_readings(s) if any(form in wanted for _, form in readings))
+
+    return s.cached(("verbs", forms), find)
+
+
+def _verb_readings(s: Sentence) -> tuple[tuple[int, tuple[tuple[str, str], ...]], ...]:
+    """(position, its (lemma, form) verb readings that fit the context) of each word that has one."""
+    return s.cached("verb readings", lambda: tuple(_find_verb_readings(s)))
+
+
+def _find_verb_readings(s: Sentence) -> list[tuple[int, tuple[tuple[str, str], ...]]]:
     out = []
     for i, w in enumerate(s.w):
         if not (w.isalpha() and w.islower()):
@@ -175,9 +197,8 @@ def _verbs(s: Sentence, forms: Iterable[str]) -> list[tuple[int, str, str]]:
         prev = s.low(i - 1)
         if prev in DETERMINERS or prev in ("'s",):
             continue  # "the building", "a record"
+        readings = []
         for lemma, form in s.lex.analyses(w):
-            if form not in forms:
-                continue
             if form == "base" and not (prev in MODALS or prev == "to" or prev in PLURAL_SUBJECTS
                                        or prev in ("do", "does", "did", "not", "don't", "didn't")):
                 continue
@@ -186,8 +207,9 @@ def _verbs(s: Sentence, forms: Iterable[str]) -> list[tuple[int, str, str]]:
                 continue
             if form == "ing" and w in s.lex.nouns and prev not in BE and prev not in CLAUSE_OPENERS:
                 continue
-            out.append((i, lemma, form))
-            break
+            readings.append((lemma, form))
+        if readings:
+            out.append((i, tuple(readings)))
     return out
 
 
@@ -212,9 +234,9 @@ def _after_subject(s: Sentence, i: int) -> bool:
 
 @corruption("R:VERB:TENSE")
 def change_tense(s: Sentence, rng: random.Random) -> bool:
-    auxes = [i for i in range(len(s)) if s.low(i) in AUX_TENSE]
-    mains = [v for v in _verbs(s, ("past", "3sg", "base")) if not _aux_before(s, v[0])
-             and _after_subject(s, v[0])]
+    auxes, mains = s.cached("R:VERB:TENSE", lambda: (
+        [i for i in range(len(s)) if s.low(i) in AUX_TENSE],
+        [v for v in _verbs(s, ("past", "3sg", "base")) if not _aux_before(s, v[0]) and _after_subject(s, v[0])]))
     if mains and (not auxes or rng.random() < 0.5):
         i, lemma, form = _pick(rng, mains)
         if form == "past":
@@ -234,10 +256,11 @@ def change_tense(s: Sentence, rng: random.Random) -> bool:
 
 @corruption("R:VERB:SVA")
 def break_agreement(s: Sentence, rng: random.Random) -> bool:
-    auxes = [i for i in range(len(s)) if s.low(i) in AUX_SVA]
-    mains = [(i, lemma, f) for i, lemma, f in _verbs(s, ("3sg", "base")) if not _aux_before(s, i)
-             and s.low(i - 1) not in MODALS and s.low(i - 1) != "to" and _after_subject(s, i)
-             and (s.low(i) not in s.lex.nouns or s.low(i - 1) in SG3_SUBJECTS | PLURAL_SUBJECTS)]
+    auxes, mains = s.cached("R:VERB:SVA", lambda: (
+        [i for i in range(len(s)) if s.low(i) in AUX_SVA],
+        [(i, lemma, f) for i, lemma, f in _verbs(s, ("3sg", "base")) if not _aux_before(s, i)
+         and s.low(i - 1) not in MODALS and s.low(i - 1) != "to" and _after_subject(s, i)
+         and (s.low(i) not in s.lex.nouns or s.low(i - 1) in SG3_SUBJECTS | PLURAL_SUBJECTS)]))
     if mains and (not auxes or rng.random() < 0.4):
         i, lemma, form = _pick(rng, mains)
         new = s.lex.inflect(lemma, "base" if form == "3sg" else "3sg")
@@ -252,6 +275,19 @@ def break_agreement(s: Sentence, rng: random.Random) -> bool:
 
 @corruption("R:VERB:FORM")
 def change_form(s: Sentence, rng: random.Random) -> bool:
+    cands = s.cached("R:VERB:FORM", lambda: tuple(_form_changes(s)))
+    if not cands:
+        return False
+    i, lemma, forms = _pick(rng, cands)
+    new = s.lex.inflect(lemma, _pick_biased(rng, forms))
+    if new == s.low(i):
+        return False
+    s.replace(i, new)
+    return True
+
+
+def _form_changes(s: Sentence) -> list[tuple[int, str, list[str]]]:
+    """(position, lemma, wrong forms) of verbs whose form the context sets."""
     cands = []
     for i, lemma, form in _verbs(s, ("base", "pp", "ing", "past")):
         aux = _aux_before(s, i)
@@ -261,14 +297,7 @@ def change_form(s: Sentence, rng: random.Random) -> bool:
             cands.append((i, lemma, "base ing past".split()))
         elif form == "ing":
             cands.append((i, lemma, "base pp".split()))
-    if not cands:
-        return False
-    i, lemma, forms = _pick(rng, cands)
-    new = s.lex.inflect(lemma, _pick_biased(rng, forms))
-    if new == s.low(i):
-        return False
-    s.replace(i, new)
-    return True
+    return cands
 
 
 @corruption("R:VERB:INFL")
@@ -284,9 +313,9 @@ def regularize_verb(s: Sentence, rng: random.Random) -> bool:
 
 @corruption("M:VERB:TENSE")
 def drop_aux(s: Sentence, rng: random.Random) -> bool:
-    cands = [i for i in range(len(s) - 1) if s.low(i) in AUX_TENSE 
+    cands = s.cached("M:VERB:TENSE", lambda: tuple(i for i in range(len(s) - 1) if s.low(i) in AUX_TENSE 
              and s.low(i) not in ("do", "does", "did")
-             and (s.lex.analyses(s.low(i + 1)) or s.low(i + 1) in ("been", "being", "be"))]
+             and (s.lex.analyses(s.low(i + 1)) or s.low(i + 1) in ("been", "being", "be"))))
     i = _pick(rng, cands)
     if i is None:
         return False
@@ -296,7 +325,8 @@ def drop_aux(s: Sentence, rng: random.Random) -> bool:
 
 @corruption("U:VERB:TENSE")
 def insert_aux(s: Sentence, rng: random.Random) -> bool:
-    cands = [(i, f) for i, _, f in _verbs(s, ("past", "3sg", "ing")) if not _aux_before(s, i)]
+    cands = s.cached("U:VERB:TENSE", lambda: tuple((i, f) for i, _, f in _verbs(s, ("past", "3sg", "ing"))
+                                                   if not _aux_before(s, i)))
     if not cands:
         return False
     i, form = _pick(rng, cands)
@@ -315,9 +345,12 @@ def drop_to(s: Sentence, rng: random.Random) -> bool:
     return True
 
 
+_TO_BEFORE_BASE = MODALS | {"let", "make", "help"}
+
+
 @corruption("U:VERB:FORM")
 def insert_to(s: Sentence, rng: random.Random) -> bool:
-    cands = [i for i, _, f in _verbs(s, ("base",)) if s.low(i - 1) in MODALS | {"let", "make", "help"}]
+    cands = [i for i, _, f in _verbs(s, ("base",)) if s.low(i - 1) in _TO_BEFORE_BASE]
     i = _pick(rng, cands)
     if i is None:
         return False
@@ -334,7 +367,7 @@ def _confusion_or_neighbour(s: Sentence, rng: random.Random, i: int, word: str,
 
 @corruption("R:VERB")
 def replace_verb(s: Sentence, rng: random.Random) -> bool:
-    cands = _verbs(s, ("base", "3sg", "past", "pp", "ing"))
+    cands = list(_verbs(s, ("base", "3sg", "past", "pp", "ing")))
     rng.shuffle(cands)
     for i, lemma, form in cands[:4]:
         new = _confusion_or_neighbour(s, rng, i, lemma, s.lex.verb_confusions, s.lex.only_verbs)
@@ -347,9 +380,10 @@ def replace_verb(s: Sentence, rng: random.Random) -> bool:
 @corruption("M:VERB")
 def drop_verb(s: Sentence, rng: random.Random) -> bool:
     # copular "be" ("It is big" -> "It big") and main verbs after an auxiliary
-    cands = [i for i in range(1, len(s) - 1) if s.low(i) in ("is", "are", "was", "were", "be")
-             and not s.lex.analyses(s.low(i + 1)) and is_word_token(s.w[i + 1])]
-    cands += [i for i, _, _ in _verbs(s, ("base",)) if s.low(i - 1) in MODALS | {"to"}]
+    cands = s.cached("M:VERB", lambda: tuple(
+        [i for i in range(1, len(s) - 1) if s.low(i) in ("is", "are", "was", "were", "be")
+         and not s.lex.analyses(s.low(i + 1)) and is_word_token(s.w[i + 1])]
+        + [i for i, _, _ in _verbs(s, ("base",)) if s.low(i - 1) in MODALS | {"to"}]))
     i = _pick(rng, cands)
     if i is None:
         return False
@@ -359,8 +393,9 @@ def drop_verb(s: Sentence, rng: random.Random) -> bool:
 
 @corruption("U:VERB")
 def insert_verb(s: Sentence, rng: random.Random) -> bool:
-    cands = [i for i in range(1, len(s)) if is_word_token(s.w[i - 1]) and (s.low(i) in s.lex.adjs
-             and s.low(i) not in s.lex.nouns) and s.low(i - 1) not in AUXILIARIES]
+    cands = s.cached("U:VERB", lambda: tuple(
+        i for i in range(1, len(s)) if is_word_token(s.w[i - 1]) and (s.low(i) in s.lex.adjs
+        and s.low(i) not in s.lex.nouns) and s.low(i - 1) not in AUXILIARIES))
     i = _pick(rng, cands)
     if i is None:
         return False
@@ -369,8 +404,12 @@ def insert_verb(s: Sentence, rng: random.Random) -> bool:
 
 
 # -- nouns -----------------------------------------------------------------------------------------
-def _nouns(s: Sentence) -> list[tuple[int, str, bool]]:
+def _nouns(s: Sentence) -> tuple[tuple[int, str, bool], ...]:
     """(position, singular, is_plural) of words that read as nouns in context."""
+    return s.cached("nouns", lambda: tuple(_find_nouns(s)))
+
+
+def _find_nouns(s: Sentence) -> list[tuple[int, str, bool]]:
     out = []
     for i, w in enumerate(s.w):
         if not (w.isalpha() and w.islower()) or s.lex.closed(w) or len(w) < 3:
@@ -397,16 +436,25 @@ def change_number(s: Sentence, rng: random.Random) -> bool:
     return True
 
 
+_IRREGULAR_PLURAL_FORMS = set(IRREGULAR_PLURALS.values())
+
+
+def _bad_plurals(s: Sentence) -> list[tuple[int, tuple[str, ...]]]:
+    """(position, the wrong plurals a learner might write) of mass nouns and irregular plurals."""
+    out = []
+    for i, w in enumerate(s.w):
+        if w in UNCOUNTABLE:
+            out.append((i, (w + "s" if w.endswith("e") else s.lex.pluralize(w),)))
+        elif w in _IRREGULAR_PLURAL_FORMS:
+            out.append((i, (w + "s", s.lex.singular_of[w] + "s")))
+    return out
+
+
 @corruption("R:NOUN:INFL")
 def bad_plural(s: Sentence, rng: random.Random) -> bool:
     """Plurals of mass nouns and regularized irregular plurals: "informations", "childs"."""
-    cands = []
-    for i, w in enumerate(s.w):
-        if w in UNCOUNTABLE:
-            cands.append((i, w + "s" if w.endswith("e") else s.lex.pluralize(w)))
-        elif w in IRREGULAR_PLURALS.values():
-            sing = s.lex.singular_of[w]
-            cands.append((i, rng.choice((w + "s", sing + "s"))))
+    cands = [(i, news[0] if len(news) == 1 else rng.choice(news))
+             for i, news in s.cached("R:NOUN:INFL", lambda: tuple(_bad_plurals(s)))]
     cands = [(i, new) for i, new in cands if not s.lex.is_word(new)]
     if not cands:
         return False
@@ -416,7 +464,7 @@ def bad_plural(s: Sentence, rng: random.Random) -> bool:
 
 @corruption("R:NOUN")
 def replace_noun(s: Sentence, rng: random.Random) -> bool:
-    cands = _nouns(s)
+    cands = list(_nouns(s))
     rng.shuffle(cands)
     for i, sing, plural in cands[:4]:
         new = _confusion_or_neighbour(s, rng, i, sing, s.lex.noun_confusions, s.lex.only_nouns)
@@ -430,8 +478,8 @@ def replace_noun(s: Sentence, rng: random.Random) -> bool:
 
 @corruption("M:NOUN")
 def drop_noun(s: Sentence, rng: random.Random) -> bool:
-    cands = [i for i, _, _ in _nouns(s) if i + 1 < len(s) and (_noun_like(s, i + 1)
-             or s.low(i - 1) in s.lex.adjs and s.low(i - 2) in DETERMINERS)]
+    cands = s.cached("M:NOUN", lambda: tuple(i for i, _, _ in _nouns(s) if i + 1 < len(s) and (
+        _noun_like(s, i + 1) or s.low(i - 1) in s.lex.adjs and s.low(i - 2) in DETERMINERS)))
     i = _pick(rng, cands)
     if i is None:
         return False
@@ -441,7 +489,7 @@ def drop_noun(s: Sentence, rng: random.Random) -> bool:
 
 @corruption("U:NOUN")
 def insert_noun(s: Sentence, rng: random.Random) -> bool:
-    cands = [i for i, _, _ in _nouns(s) if s.low(i - 1) in DETERMINERS]
+    cands = s.cached("U:NOUN", lambda: tuple(i for i, _, _ in _nouns(s) if s.low(i - 1) in DETERMINERS))
     i = _pick(rng, cands)
     if i is None:
         return False
@@ -449,12 +497,13 @@ def insert_noun(s: Sentence, rng: random.Random) -> bool:
     return True
 
 
-def _possessives(s: Sentence) -> list[int]:
+def _possessives(s: Sentence) -> tuple[int, ...]:
     """Positions of "X's" words and of the apostrophe of plural possessives ("schools '")."""
-    return ([i for i, w in enumerate(s.w) if w.lower().endswith(("'s", "’s")) and len(w) > 3
-             and w.lower()[:-2] not in PRONOUNS and w.lower()[:-2] not in ("that", "what", "there")]
-            + [i for i in range(1, len(s)) if s.w[i] in ("'", "’") and s.sp[i - 1] == ""
-               and s.low(i - 1).endswith("s")])
+    return s.cached("possessives", lambda: tuple(
+        [i for i, w in enumerate(s.w) if w.lower().endswith(("'s", "’s")) and len(w) > 3
+         and w.lower()[:-2] not in PRONOUNS and w.lower()[:-2] not in ("that", "what", "there")]
+        + [i for i in range(1, len(s)) if s.w[i] in ("'", "’") and s.sp[i - 1] == ""
+           and s.low(i - 1).endswith("s")]))
 
 
 @corruption("M:NOUN:POSS")
@@ -489,8 +538,8 @@ def garble_possessive(s: Sentence, rng: random.Random) -> bool:
 
 @corruption("U:NOUN:POSS")
 def add_possessive(s: Sentence, rng: random.Random) -> bool:
-    cands = [i for i, _, plural in _nouns(s) if not plural and i + 1 < len(s) and _noun_like(s, i + 1)
-             and s.sp[i] == " "]
+    cands = s.cached("U:NOUN:POSS", lambda: tuple(i for i, _, plural in _nouns(s) if not plural and i + 1 < len(s) and _noun_like(s, i + 1)
+             and s.sp[i] == " "))
     i = _pick(rng, cands)
     if i is None:
         return False
@@ -501,14 +550,14 @@ def add_possessive(s: Sentence, rng: random.Random) -> bool:
 # -- pronouns, adjectives, adverbs, conjunctions -------------------------------------------------
 @corruption("R:PRON")
 def replace_pron(s: Sentence, rng: random.Random) -> bool:
-    cands = [i for i in range(len(s)) if s.low(i) in PRONOUNS and s.low(i) not in ("i", "one")]
+    cands = s.cached("R:PRON", lambda: tuple(i for i in range(len(s)) if s.low(i) in PRONOUNS and s.low(i) not in ("i", "one")))
     return _confuse(s, rng, cands, PRONOUNS)
 
 
 @corruption("M:PRON")
 def drop_pron(s: Sentence, rng: random.Random) -> bool:
     dropped = SUBJECT_PRONOUNS | set("them him us there me".split())
-    cands = [i for i in range(len(s) - 1) if s.low(i) in dropped and is_word_token(s.w[i + 1])]
+    cands = s.cached("M:PRON", lambda: tuple(i for i in range(len(s) - 1) if s.low(i) in dropped and is_word_token(s.w[i + 1])))
     i = _pick(rng, cands)
     if i is None:
         return False
@@ -518,10 +567,10 @@ def drop_pron(s: Sentence, rng: random.Random) -> bool:
 
 @corruption("U:PRON")
 def insert_pron(s: Sentence, rng: random.Random) -> bool:
-    subj = [(i, "it" if f == "3sg" else rng.choice(("they", "it", "he")))
-            for i, _, f in _verbs(s, ("past", "3sg")) if 1 < i and _noun_like(s, i - 1)]
-    obj = [(i + 1, "it") for i, _, f in _verbs(s, ("past", "3sg", "base"))
-           if s.low(i + 1) in DETERMINERS]
+    subj, obj = s.cached("U:PRON", lambda: (
+        [(i, f) for i, _, f in _verbs(s, ("past", "3sg")) if 1 < i and _noun_like(s, i - 1)],
+        [(i + 1, "it") for i, _, f in _verbs(s, ("past", "3sg", "base")) if s.low(i + 1) in DETERMINERS]))
+    subj = [(i, "it" if f == "3sg" else rng.choice(("they", "it", "he"))) for i, f in subj]
     pick = _pick(rng, subj + obj)
     if pick is None:
         return False
@@ -531,8 +580,9 @@ def insert_pron(s: Sentence, rng: random.Random) -> bool:
 
 @corruption("R:ADJ")
 def replace_adj(s: Sentence, rng: random.Random) -> bool:
-    cands = [i for i in s.lower_words() if s.low(i) in s.lex.adj_confusions or
-             (s.low(i) in s.lex.adjs and s.low(i) not in s.lex.nouns and not s.lex.closed(s.low(i)))]
+    cands = list(s.cached("R:ADJ", lambda: tuple(
+        i for i in s.lower_words() if s.low(i) in s.lex.adj_confusions or
+        (s.low(i) in s.lex.adjs and s.low(i) not in s.lex.nouns and not s.lex.closed(s.low(i))))))
     rng.shuffle(cands)
     for i in cands[:4]:
         new = _confusion_or_neighbour(s, rng, i, s.low(i), s.lex.adj_confusions, s.lex.only_adjs)
@@ -558,6 +608,19 @@ def _degrees(lex: Lexicon, adj: str) -> list[str]:
 @corruption("R:ADJ:FORM")
 def change_degree(s: Sentence, rng: random.Random) -> bool:
     """ "the largest city" -> "the larger city" / "the large city"; "older" -> "more older"."""
+    cands = s.cached("R:ADJ:FORM", lambda: tuple(_degree_changes(s)))
+    if not cands:
+        return False
+    i, others = _pick(rng, cands)
+    if s.low(i).endswith("er") and rng.random() < 0.2:
+        s.insert(i, "more")
+    else:
+        s.replace(i, _pick(rng, others))
+    return True
+
+
+def _degree_changes(s: Sentence) -> list[tuple[int, list[str]]]:
+    """(position, the adjective's other degrees) of comparable adjectives."""
     cands = []
     for i in s.lower_words():
         w = s.low(i)
@@ -569,20 +632,14 @@ def change_degree(s: Sentence, rng: random.Random) -> bool:
                     (b != w or s.low(i - 1) in DETERMINERS):
                 cands.append((i, [d for d in degrees if d != w]))
                 break
-    if not cands:
-        return False
-    i, others = _pick(rng, cands)
-    if s.low(i).endswith("er") and rng.random() < 0.2:
-        s.insert(i, "more")
-    else:
-        s.replace(i, _pick(rng, others))
-    return True
+    return cands
 
 
 @corruption("M:ADJ")
 def drop_adj(s: Sentence, rng: random.Random) -> bool:
-    cands = [i for i in range(1, len(s) - 1) if s.low(i) in s.lex.adjs and s.low(i) not in s.lex.nouns
-             and s.w[i].islower() and _noun_like(s, i + 1)]
+    cands = s.cached("M:ADJ", lambda: tuple(
+        i for i in range(1, len(s) - 1) if s.low(i) in s.lex.adjs and s.low(i) not in s.lex.nouns
+        and s.w[i].islower() and _noun_like(s, i + 1)))
     i = _pick(rng, cands)
     if i is None:
         return False
@@ -592,7 +649,8 @@ def drop_adj(s: Sentence, rng: random.Random) -> bool:
 
 @corruption("U:ADJ")
 def insert_adj(s: Sentence, rng: random.Random) -> bool:
-    cands = [i for i in range(1, len(s)) if s.low(i - 1) in DETERMINERS and _noun_like(s, i)]
+    cands = s.cached("U:ADJ", lambda: tuple(i for i in range(1, len(s)) if s.low(i - 1) in DETERMINERS
+                                            and _noun_like(s, i)))
     i = _pick(rng, cands)
     if i is None:
         return False
@@ -600,14 +658,14 @@ def insert_adj(s: Sentence, rng: random.Random) -> bool:
     return True
 
 
-def _adverbs(s: Sentence) -> list[int]:
-    return [i for i in s.lower_words() if s.low(i) in ADVERBS or (s.low(i).endswith("ly")
-            and s.low(i) in s.lex.advs)]
+def _adverbs(s: Sentence) -> tuple[int, ...]:
+    return s.cached("adverbs", lambda: tuple(i for i in s.lower_words() if s.low(i) in ADVERBS or (
+        s.low(i).endswith("ly") and s.low(i) in s.lex.advs)))
 
 
 @corruption("R:ADV")
 def replace_adv(s: Sentence, rng: random.Random) -> bool:
-    cands = _adverbs(s)
+    cands = list(_adverbs(s))
     rng.shuffle(cands)
     for i in cands[:4]:
         new = _confusion_or_neighbour(s, rng, i, s.low(i), s.lex.adv_confusions, s.lex.only_advs)
@@ -628,8 +686,9 @@ def drop_adv(s: Sentence, rng: random.Random) -> bool:
 
 @corruption("U:ADV")
 def insert_adv(s: Sentence, rng: random.Random) -> bool:
-    cands = [i for i in range(1, len(s)) if (s.low(i) in s.lex.adjs or s.lex.analyses(s.low(i)))
-             and is_word_token(s.w[i - 1]) and s.low(i - 1) not in ADVERBS]
+    cands = s.cached("U:ADV", lambda: tuple(
+        i for i in range(1, len(s)) if (s.low(i) in s.lex.adjs or s.lex.analyses(s.low(i)))
+        and is_word_token(s.w[i - 1]) and s.low(i - 1) not in ADVERBS))
     i = _pick(rng, cands)
     if i is None:
         return False
@@ -653,8 +712,8 @@ def drop_conj(s: Sentence, rng: random.Random) -> bool:
 
 @corruption("U:CONJ")
 def insert_conj(s: Sentence, rng: random.Random) -> bool:
-    cands = [i + 1 for i in range(1, len(s) - 1) if s.w[i] == "," and is_word_token(s.w[i + 1])
-             and s.low(i + 1) not in CONJUNCTIONS]
+    cands = s.cached("U:CONJ", lambda: tuple(i + 1 for i in range(1, len(s) - 1) if s.w[i] == "," and is_word_token(s.w[i + 1])
+             and s.low(i + 1) not in CONJUNCTIONS))
     i = _pick(rng, cands)
     if i is None:
         return False
@@ -711,7 +770,8 @@ _DERIVATIONS = [("", "ly"), ("y", "ily"), ("le", "ly"), ("ic", "ically"), ("ly",
 @corruption("R:MORPH")
 def derive(s: Sentence, rng: random.Random) -> bool:
     lex = s.lex
-    cands = [i for i in s.lower_words() if len(s.w[i]) > 4 and not lex.closed(s.low(i))]
+    cands = list(s.cached("R:MORPH", lambda: tuple(i for i in s.lower_words() if len(s.w[i]) > 4
+                                                    and not lex.closed(s.low(i)))))
     rng.shuffle(cands)
     for i in cands[:6]:
         w = s.low(i)
@@ -729,15 +789,20 @@ def _real_word_neighbour(lex: Lexicon, rng: random.Random, w: str, pool: set[str
     """A word one edit away from w (deletion, transposition, substitution, insertion) in pool."""
     if len(w) < 3 or not w.isalpha():
         return None
-    # Only the likelier slips (vowel for vowel, a neighbouring key, a dropped, added or swapped
-    # letter), which also keeps this fast: ~10 candidates per letter instead of ~50.
-    edits = {w[:k] + w[k + 1:] for k in range(len(w))}
-    edits |= {w[:k] + w[k + 1] + w[k] + w[k + 2:] for k in range(len(w) - 1)}
-    edits |= {w[:k] + c + w[k + 1:] for k in range(len(w))
-              for c in ("aeiou" if w[k] in VOWELS else KEYBOARD.get(w[k], ""))}
-    edits |= {w[:k] + c + w[k:] for k in range(len(w) + 1) for c in "aeious"}
-    hits = sorted(e for e in edits
-                  if e in pool and len(e) > 2 and _spelling_variant(e) != _spelling_variant(w))
+    key = (w, id(pool))  # the pools are the lexicon's own sets: alive as long as its memo
+    hits = lex.memo.get(key)
+    if hits is None:
+        # Only the likelier slips (vowel for vowel, a neighbouring key, a dropped, added or swapped
+        # letter), which also keeps this fast: ~10 candidates per letter instead of ~50.
+        edits = {w[:k] + w[k + 1:] for k in range(len(w))}
+        edits |= {w[:k] + w[k + 1] + w[k] + w[k + 2:] for k in range(len(w) - 1)}
+        edits |= {w[:k] + c + w[k + 1:] for k in range(len(w))
+                  for c in ("aeiou" if w[k] in VOWELS else KEYBOARD.get(w[k], ""))}
+        edits |= {w[:k] + c + w[k:] for k in range(len(w) + 1) for c in "aeious"}
+        hits = sorted(e for e in edits
+                      if e in pool and len(e) > 2 and _spelling_variant(e) != _spelling_variant(w))
+        if len(lex.memo) < 1 << 18:
+            lex.memo[key] = hits
     return _pick(rng, hits)
 
 
@@ -779,7 +844,7 @@ def _typo(lex: Lexicon, rng: random.Random, w: str) -> str | None:
 
 @corruption("R:SPELL")
 def misspell(s: Sentence, rng: random.Random) -> bool:
-    cands = [i for i in s.lower_words() if len(s.w[i]) >= 3]
+    cands = list(s.cached("R:SPELL", lambda: tuple(i for i in s.lower_words() if len(s.w[i]) >= 3)))
     rng.shuffle(cands)
     for i in cands[:4]:
         t = _typo(s.lex, rng, s.w[i])
@@ -787,6 +852,20 @@ def misspell(s: Sentence, rng: random.Random) -> bool:
             s.set(i, t)
             return True
     return False
+
+
+def _whitespace_slips(s: Sentence) -> tuple[list[int], list[tuple[int, int]]]:
+    """Words to merge ("every day" -> "everyday") and compounds to split (position, where)."""
+    merges = [i for i in range(len(s) - 1) if s.sp[i] == " " and s.w[i].isalpha()
+              and s.w[i + 1].isalpha() and (s.low(i) + s.low(i + 1)) in s.lex.words]
+    splits = []
+    for i in s.lower_words():
+        w = s.w[i]
+        for k in range(3, len(w) - 2):
+            if w[:k] in COMPOUND_HEADS and w[k:] in s.lex.words:
+                splits.append((i, k))
+                break
+    return merges, splits
 
 
 @corruption("R:ORTH")
@@ -813,15 +892,7 @@ def orthography(s: Sentence, rng: random.Random) -> bool:
         s.set(s.w.index("I"), "i")
         return True
     # whitespace: merge two words into one ("every day" -> "everyday"), or split a compound
-    merges = [i for i in range(len(s) - 1) if s.sp[i] == " " and s.w[i].isalpha()
-              and s.w[i + 1].isalpha() and (s.low(i) + s.low(i + 1)) in lex.words]
-    splits = []
-    for i in s.lower_words():
-        w = s.w[i]
-        for k in range(3, len(w) - 2):
-            if w[:k] in COMPOUND_HEADS and w[k:] in lex.words:
-                splits.append((i, k))
-                break
+    merges, splits = s.cached("R:ORTH", lambda: _whitespace_slips(s))
     if merges and (not splits or rng.random() < 0.5):
         i = _pick(rng, merges)
         s.set(i + 1, s.w[i + 1].lower())
@@ -840,12 +911,17 @@ def orthography(s: Sentence, rng: random.Random) -> bool:
     return False
 
 
-@corruption("R:WO")
-def swap_words(s: Sentence, rng: random.Random) -> bool:
+def _swaps(s: Sentence) -> tuple[list[int], list[int]]:
+    """Neighbouring words to swap, and among them the likelier (an adverb, adjective + noun)."""
     cands = [i for i in range(len(s) - 1) if is_word_token(s.w[i]) and is_word_token(s.w[i + 1])
              and s.sp[i] == " " and s.low(i) != s.low(i + 1)]
-    preferred = [i for i in cands if s.low(i) in ADVERBS or s.low(i + 1) in ADVERBS
-                 or s.low(i) in s.lex.adjs and _noun_like(s, i + 1)]
+    return cands, [i for i in cands if s.low(i) in ADVERBS or s.low(i + 1) in ADVERBS
+                   or s.low(i) in s.lex.adjs and _noun_like(s, i + 1)]
+
+
+@corruption("R:WO")
+def swap_words(s: Sentence, rng: random.Random) -> bool:
+    cands, preferred = s.cached("R:WO", lambda: _swaps(s))
     i = _pick(rng, preferred if preferred and rng.random() < 0.7 else cands)
     if i is None:
         return False
@@ -857,9 +933,10 @@ def swap_words(s: Sentence, rng: random.Random) -> bool:
 @corruption("M:PUNCT")
 def drop_punct(s: Sentence, rng: random.Random) -> bool:
     """Mostly a missing comma; else a missing full stop, or a hyphen ("well known")."""
-    commas = [i for i in range(1, len(s) - 1) if s.w[i] in (",", ";", ":")]
-    final = [len(s) - 1] if len(s) > 1 and s.w[-1] in ".!?" else []
-    hyphens = [i for i, w in enumerate(s.w) if "-" in w and w[:1].isalpha()]
+    commas, final, hyphens = s.cached("M:PUNCT", lambda: (
+        [i for i in range(1, len(s) - 1) if s.w[i] in (",", ";", ":")],
+        [len(s) - 1] if len(s) > 1 and s.w[-1] in ".!?" else [],
+        [i for i, w in enumerate(s.w) if "-" in w and w[:1].isalpha()]))
     r = rng.random()
     if commas and (r < 0.8 or not (final or hyphens)):
         s.delete(_pick(rng, commas))
@@ -873,12 +950,17 @@ def drop_punct(s: Sentence, rng: random.Random) -> bool:
     return True
 
 
+def _comma_gaps(s: Sentence) -> tuple[list[int], list[int]]:
+    """Gaps between two words, and among them the likelier places for a wrong comma."""
+    gaps = [i for i in range(2, len(s) - 1) if is_word_token(s.w[i - 1]) and is_word_token(s.w[i])
+            and s.sp[i - 1] == " "]
+    return gaps, [i for i in gaps if s.low(i) in CONJUNCTIONS or s.low(i) in PREPOSITIONS
+                  or s.low(i) in ("that", "which", "because", "who")]
+
+
 @corruption("U:PUNCT")
 def insert_punct(s: Sentence, rng: random.Random) -> bool:
-    gaps = [i for i in range(2, len(s) - 1)
-            if is_word_token(s.w[i - 1]) and is_word_token(s.w[i]) and s.sp[i - 1] == " "]
-    preferred = [i for i in gaps if s.low(i) in CONJUNCTIONS or s.low(i) in PREPOSITIONS
-                 or s.low(i) in ("that", "which", "because", "who")]
+    gaps, preferred = s.cached("U:PUNCT", lambda: _comma_gaps(s))
     i = _pick(rng, preferred if preferred and rng.random() < 0.6 else gaps)
     if i is None:
         return False
@@ -889,7 +971,7 @@ def insert_punct(s: Sentence, rng: random.Random) -> bool:
 @corruption("R:PUNCT")
 def replace_punct(s: Sentence, rng: random.Random) -> bool:
     marks = {",": ".;:", ";": ",.", ":": ",;", ".": ",!?", "!": ".", "?": ".", "\"": "'", "-": ","}
-    cands = [i for i, w in enumerate(s.w) if w in marks and not (w == "." and i < len(s) - 2)]
+    cands = s.cached("R:PUNCT", lambda: tuple(i for i, w in enumerate(s.w) if w in marks and not (w == "." and i < len(s) - 2)))
     i = _pick(rng, cands)
     if i is None:
         return False
@@ -901,12 +983,8 @@ def replace_punct(s: Sentence, rng: random.Random) -> bool:
 
 
 # -- multi-word rewrites -------------------------------------------------------------------------
-@corruption("R:OTHER")
-def rewrite(s: Sentence, rng: random.Random) -> bool:
-    """Rewrites of several words, or of a word into another class, which ERRANT calls R:OTHER:
-    a confused phrase ("many" -> "a lot of", "but" -> "however"), a participle clause spelled out
-    ("before joining" -> "before he joined", "the river flowing" -> "the river which flows") or a
-    relative clause cut short ("the man who lived" -> "the man living")."""
+def _rewrites(s: Sentence) -> tuple[list[str], list, list, list]:
+    """The folded tokens, the clauses to rewrite, the longer and the one-word phrases to swap."""
     text = [s.low(i) for i in range(len(s))]
     phrases = [(i, o, alternatives) for i, w in enumerate(text)
                for o, alternatives in PHRASES_BY_FIRST_WORD.get(w, ()) if text[i: i + len(o)] == o]
@@ -914,8 +992,16 @@ def rewrite(s: Sentence, rng: random.Random) -> bool:
         text[i - 1] in CLAUSE_OPENERS or (_noun_like(s, i - 1) and text[i - 2] in DETERMINERS))]
     clauses += [(i, lemma, "relative") for i, lemma, _ in _verbs(s, ("3sg", "past"))
                 if i > 1 and text[i - 1] in ("who", "which", "that") and _noun_like(s, i - 2)]
-    longer = [p for p in phrases if len(p[1]) > 1]
-    words = [p for p in phrases if len(p[1]) == 1]
+    return text, clauses, [p for p in phrases if len(p[1]) > 1], [p for p in phrases if len(p[1]) == 1]
+
+
+@corruption("R:OTHER")
+def rewrite(s: Sentence, rng: random.Random) -> bool:
+    """Rewrites of several words, or of a word into another class, which ERRANT calls R:OTHER:
+    a confused phrase ("many" -> "a lot of", "but" -> "however"), a participle clause spelled out
+    ("before joining" -> "before he joined", "the river flowing" -> "the river which flows") or a
+    relative clause cut short ("the man who lived" -> "the man living")."""
+    text, clauses, longer, words = s.cached("R:OTHER", lambda: _rewrites(s))
     kinds = [k for k, xs in (("longer", longer), ("clause", clauses)) if xs]
     # one-word swaps ("and" -> "also") apply almost everywhere: only when nothing else does
     if kinds and (not words or rng.random() < 0.85):
@@ -949,9 +1035,9 @@ def rewrite(s: Sentence, rng: random.Random) -> bool:
 
 @corruption("M:OTHER")
 def drop_span(s: Sentence, rng: random.Random) -> bool:
-    cands = [i for i in range(1, len(s) - 2)
+    cands = s.cached("M:OTHER", lambda: tuple(i for i in range(1, len(s) - 2)
              if is_word_token(s.w[i]) and (is_word_token(s.w[i + 1]) or s.w[i + 1] == ",")
-             and (s.lex.closed(s.low(i)) or s.lex.closed(s.low(i + 1)))]
+             and (s.lex.closed(s.low(i)) or s.lex.closed(s.low(i + 1)))))
     i = _pick(rng, cands)
     if i is None:
         return False
@@ -962,7 +1048,7 @@ def drop_span(s: Sentence, rng: random.Random) -> bool:
 
 @corruption("U:OTHER")
 def insert_span(s: Sentence, rng: random.Random) -> bool:
-    gaps = [i for i in range(1, len(s)) if is_word_token(s.w[i]) and is_word_token(s.w[i - 1])]
+    gaps = s.cached("U:OTHER", lambda: tuple(i for i in range(1, len(s)) if is_word_token(s.w[i]) and is_word_token(s.w[i - 1])))
     i = _pick(rng, gaps)
     if i is None:
         return False

@@ -43,7 +43,7 @@ from training.synthetic.profile import FALLBACK_PROFILE, ErrorProfile
 from training.synthetic.sentence import Sentence
 
 
-def _poisson(rng: random.Random, lam: float) -> int:
+def poisson(rng: random.Random, lam: float) -> int:
     if lam <= 0:
         return 0
     k, p, limit = 0, rng.random(), math.exp(-lam)
@@ -88,7 +88,7 @@ class Corruptor:
         if not s.w:
             return text
         wanted = self.total * len(s) / max(1e-6, 1 - self.profile.clean_fraction)
-        k = min(1 + _poisson(rng, wanted - 1), max(1, len(s) // 4))  # no word salad
+        k = min(1 + poisson(rng, wanted - 1), max(1, len(s) // 4))  # no word salad
         done = tries = 0
         while done < k and tries < 3 * k + 5:
             tries += 1

@@ -7,7 +7,7 @@ not be words, or ERRANT would not call them spelling errors). On them, hand-writ
 the irregular tables of ``words.py``::
 
     lex = lexicon()
-    lex.analyses("took")          -> [("take", "past")]
+    lex.analyses("took")          -> (("take", "past"),)
     lex.inflect("take", "pp")     -> "taken";  lex.inflect("stop", "ing") -> "stopping"
     lex.regularize("take")        -> "taked"   (a learner's over-regularized form)
     lex.pluralize("city")         -> "cities"; lex.singularize("children") -> "child"
@@ -78,6 +78,11 @@ class Lexicon:
         self.noun_confusions = _groups(NOUN_CONFUSIONS)
         self.adj_confusions = _groups(ADJ_CONFUSIONS)
         self.adv_confusions = _groups(ADV_CONFUSIONS)
+        # The rules ask the same words again and again (every "was", "city" of every sentence):
+        # remembered per word, which halves the rules' time (reports/synthetic-errors.md).
+        self.analyses = functools.lru_cache(maxsize=1 << 18)(self._analyses)
+        self.singularize = functools.lru_cache(maxsize=1 << 18)(self._singularize)
+        self.memo: dict[tuple, Any] = {}  # the corruptions' own per-word answers (real-word neighbours)
 
     # -- predicates ------------------------------------------------------------------------------
     def is_word(self, w: str) -> bool:
@@ -97,7 +102,7 @@ class Lexicon:
             return n[:-1] + "ies"
         return n + "s"
 
-    def singularize(self, w: str) -> str | None:
+    def _singularize(self, w: str) -> str | None:
         if w in self.singular_of:
             return self.singular_of[w]
         if not w.endswith("s") or w.endswith("ss") or len(w) < 4:
@@ -111,37 +116,38 @@ class Lexicon:
         return next((c for c in cands if c in self.nouns and self.pluralize(c) == w), None)
 
     # -- verbs -----------------------------------------------------------------------------------
-    def analyses(self, w: str) -> list[tuple[str, str]]:
-        """(lemma, form) readings of a lower-case word as a verb; form is base, 3sg, past, pp, ing."""
+    def _analyses(self, w: str) -> tuple[tuple[str, str], ...]:
+        """(lemma, form) readings of a lower-case word as a verb; form is base, 3sg, past, pp, ing
+        (``analyses``, remembered per word)."""
         if w in BE or w in VERB_STOPLIST:
-            return []
+            return ()
         out = list(self.verb_form.get(w, ()))
         if w in self.irregular:
             out.append((w, "base"))
         if out:
-            return out
+            return tuple(out)
         if w in self.verb_exc:
             lemma = self.verb_exc[w]
             if w.endswith("ing"):
-                return [(lemma, "ing")]
+                return ((lemma, "ing"),)
             if w.endswith("ed"):
-                return [(lemma, "past"), (lemma, "pp")]
-            return []
+                return ((lemma, "past"), (lemma, "pp"))
+            return ()
         if w in self.verbs:
-            return [(w, "base")]
+            return ((w, "base"),)
         if w.endswith("ing") and len(w) > 5:
             for lemma in (w[:-3], w[:-3] + "e"):
                 if lemma in self.verbs:
-                    return [(lemma, "ing")]
+                    return ((lemma, "ing"),)
         if w.endswith("ed") and len(w) > 4:
             for lemma in (w[:-2], w[:-1], w[:-3] + "y"):
                 if lemma in self.verbs and self.inflect(lemma, "past") == w:
-                    return [(lemma, "past"), (lemma, "pp")]
+                    return ((lemma, "past"), (lemma, "pp"))
         if w.endswith("s") and len(w) > 3:
             for lemma in (w[:-1], w[:-2], w[:-3] + "y"):
                 if lemma in self.verbs and self.inflect(lemma, "3sg") == w:
-                    return [(lemma, "3sg")]
-        return []
+                    return ((lemma, "3sg"),)
+        return ()
 
     def inflect(self, lemma: str, form: str) -> str:
         if form == "base":

@@ -52,6 +52,15 @@ def measure(pairs: Iterable[dict[str, str]], tokenized: bool = False) -> tuple[E
     return ErrorProfile({t: c / tokens for t, c in counts.most_common()}, clean / max(n, 1)), n
 
 
+def type_distance(a: ErrorProfile, b: ErrorProfile) -> float:
+    """Total variation distance between two profiles' ERRANT type distributions (shares of all
+    edits): 0 the same mix, 1 no type in common; half the sum of the shares' differences."""
+    ta, tb = a.total_rate, b.total_rate
+    if not ta or not tb:
+        return 1.0
+    return 0.5 * sum(abs(a.rates.get(t, 0.0) / ta - b.rates.get(t, 0.0) / tb) for t in set(a.rates) | set(b.rates))
+
+
 def comparison_table(columns: dict[str, ErrorProfile], top: int = 15) -> str:
     """Edits per 1000 tokens (share of all edits) per ERRANT type, ordered by the first column."""
     names = list(columns)

@@ -16,6 +16,7 @@ can undo a corruption that would overlap an earlier one (``conflict``).
 
 from __future__ import annotations
 
+import functools
 import re
 
 from training.synthetic.lexicon import Lexicon
@@ -25,6 +26,23 @@ from training.synthetic.lexicon import Lexicon
 _TOKEN = re.compile(r"([^\W_]+(?:['’\-][^\W_]+)*(?:[.,:]\d+)*|\S)(\s*)")
 OPENING = set("([{“‘")
 CLOSING = set(",.;:!?)]}”’%")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def fold(tok: str) -> str:
+    """A token lower-cased, except acronyms ("US" is not "us")."""
+    return tok if len(tok) > 1 and tok.isupper() else tok.lower()
+
+
+def split(text: str) -> tuple[str, list[str], list[str]]:
+    """(the whitespace before the first token, the tokens, the whitespace after each)."""
+    pairs = _TOKEN.findall(text)
+    return text[: len(text) - len(text.lstrip())], [w for w, _ in pairs], [sp for _, sp in pairs]
+
+
+def tokens(text: str) -> list[str]:
+    """The tokens of a text as ``Sentence`` splits it, without the whitespace."""
+    return [w for w, _ in _TOKEN.findall(text)]
 
 
 def capitalize(w: str) -> str:
@@ -53,13 +71,34 @@ class Sentence:
 
     def __init__(self, text: str, lex: Lexicon) -> None:
         self.lex = lex
-        self.lead = text[: len(text) - len(text.lstrip())]
-        pairs = _TOKEN.findall(text)
-        self.w: list[str] = [w for w, _ in pairs]
-        self.sp: list[str] = [sp for _, sp in pairs]
+        self.lead, self.w, self.sp = split(text)
         self.mark = [0] * len(self.w)
         self.step = 1
         self.conflict = False
+        self.edited = False
+        self.memo: dict = {}  # what corruptions found in the unedited sentence (``cached``)
+
+    @classmethod
+    def of_tokens(cls, lead: str, w: list[str], sp: list[str], lex: Lexicon, memo: dict | None = None) -> "Sentence":
+        """A Sentence of tokens another one split (copied: edits do not reach them); ``memo``: what
+        corruptions found in it before (``cached``), shared."""
+        s = cls.__new__(cls)
+        s.lex, s.lead, s.w, s.sp = lex, lead, w[:], sp[:]
+        s.mark = [0] * len(w)
+        s.step, s.conflict, s.edited = 1, False, False
+        s.memo = {} if memo is None else memo
+        return s
+
+    def cached(self, key, find):
+        """``find()`` (a corruption's candidate places, a tuple), remembered while the sentence is
+        unedited: the same sentence in the next pass, or the next corruption tried on it, finds
+        them at once. A function of the tokens only, so what is drawn from it is the same either way."""
+        if self.edited:
+            return find()
+        found = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = find()
+        return found
 
     def __str__(self) -> str:
         return self.lead + "".join(w + s for w, s in zip(self.w, self.sp))
@@ -69,21 +108,20 @@ class Sentence:
 
     def low(self, i: int) -> str:
         """Token i lower-cased ("" out of range); acronyms stay as they are: "US" is not "us"."""
-        if not 0 <= i < len(self.w):
-            return ""
-        w = self.w[i]
-        return w if len(w) > 1 and w.isupper() else w.lower()
+        return fold(self.w[i]) if 0 <= i < len(self.w) else ""
 
     # -- bookkeeping for the Corruptor ----------------------------------------------------------
     def snapshot(self) -> tuple:
-        return self.w[:], self.sp[:], self.mark[:]
+        return self.w[:], self.sp[:], self.mark[:], self.edited
 
     def restore(self, snap: tuple) -> None:
-        self.w, self.sp, self.mark = (x[:] for x in snap)
+        self.w, self.sp, self.mark = (x[:] for x in snap[:3])
+        self.edited = snap[3]
         self.conflict = False
 
     def _touch(self, *idx: int, near: bool = False) -> None:
         """Mark tokens as edited by this step; near: only check and claim them (neighbours)."""
+        self.edited = True
         for j in idx:
             if 0 <= j < len(self.mark):
                 if self.mark[j] not in (0, self.step):
@@ -175,10 +213,11 @@ class Sentence:
         self.sp.insert(i, " ")
         self.mark.insert(i, self.step)
 
-    def words(self) -> list[int]:
-        return [i for i, w in enumerate(self.w) if is_word_token(w)]
+    def words(self) -> tuple[int, ...]:
+        return self.cached("words", lambda: tuple(i for i, w in enumerate(self.w) if is_word_token(w)))
 
-    def lower_words(self) -> list[int]:
+    def lower_words(self) -> tuple[int, ...]:
         """Positions of lower-case words, or the first word if an ordinary one."""
-        return [i for i, w in enumerate(self.w) if w[:1].islower() and w.isalpha()
-                or (i == 0 and w.isalpha() and w[1:].islower() and self.common(w))]
+        return self.cached("lower words", lambda: tuple(
+            i for i, w in enumerate(self.w) if w[:1].islower() and w.isalpha()
+            or (i == 0 and w.isalpha() and w[1:].islower() and self.common(w))))
