@@ -95,9 +95,11 @@ def connect(address: str | None) -> None:
 
 
 def corrected_blocks(jobs: list[Job], column: str, options: dict, actors: int | None = None,
-                     threads: int = 1, block_rows: int = RAY_BLOCK_ROWS) -> Iterator[tuple[int, pa.Table]]:
+                     threads: int = 1, block_rows: int | None = None) -> Iterator[tuple[int, pa.Table]]:
     """(job index, corrected block) for every row of ``jobs``' inputs, in order, corrected by
-    ``actors`` actors (default: the cluster's CPUs // ``threads``) of ``threads`` CPUs each."""
+    ``actors`` actors (default: the cluster's CPUs // ``threads``) of ``threads`` CPUs each, in
+    blocks of ``block_rows`` rows (default ``RAY_BLOCK_ROWS``)."""
+    block_rows = block_rows or RAY_BLOCK_ROWS
     import ray
     import ray.data
     from ray.data.context import DataContext

@@ -317,6 +317,8 @@ class Sink:
         self.fmt, self.out, self.schema = fmt, out, schema
         if fmt == "parquet":
             self.writer = pq.ParquetWriter(out, schema)
+            self.pending: list[pa.Table] = []
+            self.rows = 0
         elif fmt == "csv":  # nested values as JSON text: CSV has no lists
             self.nested = [i for i, f in enumerate(schema) if pa.types.is_nested(f.type)]
             flat = schema
@@ -326,8 +328,11 @@ class Sink:
 
     def write(self, table: pa.Table) -> None:
         table = table.cast(self.schema)
-        if self.fmt == "parquet":
-            self.writer.write_table(table)
+        if self.fmt == "parquet":  # row groups of BLOCK_ROWS whatever the blocks: the same file from any run
+            self.pending.append(table)
+            self.rows += len(table)
+            if self.rows >= BLOCK_ROWS:
+                self._flush(final=False)
         elif self.fmt == "csv":
             for i in self.nested:
                 values = [None if v is None else json.dumps(v, ensure_ascii=False, default=_json_value)
@@ -337,7 +342,16 @@ class Sink:
         else:
             self.out.write("".join(json_line(row, default=_json_value) for row in table.to_pylist()).encode("utf-8"))
 
+    def _flush(self, final: bool) -> None:
+        table = pa.concat_tables(self.pending)
+        cut = len(table) if final else len(table) - len(table) % BLOCK_ROWS
+        if cut:
+            self.writer.write_table(table.slice(0, cut), row_group_size=BLOCK_ROWS)
+        self.pending, self.rows = [table.slice(cut)], len(table) - cut
+
     def close(self) -> None:
+        if self.fmt == "parquet" and self.rows:
+            self._flush(final=True)
         if self.fmt != "jsonl":
             self.writer.close()
 
