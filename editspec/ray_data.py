@@ -76,13 +76,14 @@ def _assigned_cpus() -> int:
     return max(1, int(cpus))
 
 
-def connect(address: str | None) -> None:
+def connect(address: str | None) -> bool:
     """Join the Ray cluster at ``address`` (or ``RAY_ADDRESS``), else start Ray on this machine;
-    a session already started in this process (``ray.init`` before) is used as it is."""
+    a session already started in this process (``ray.init`` before) is used as it is. Whether
+    this call connected (and so should disconnect)."""
     import ray
 
     if ray.is_initialized():
-        return
+        return False
     quiet = {"logging_level": logging.WARNING, "log_to_driver": False}
     try:
         if address or os.environ.get("RAY_ADDRESS"):
@@ -92,6 +93,7 @@ def connect(address: str | None) -> None:
     except (ConnectionError, ValueError, RuntimeError) as e:
         raise EditspecError(f"cannot connect to Ray at {address or os.environ.get('RAY_ADDRESS')}: "
                             f"{' '.join(str(e).split())[:300]}") from e
+    return True
 
 
 def corrected_blocks(jobs: list[Job], column: str, options: dict, actors: int | None = None,
@@ -110,7 +112,10 @@ def corrected_blocks(jobs: list[Job], column: str, options: dict, actors: int | 
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     if actors is None:
         actors = max(1, int(ray.cluster_resources().get("CPU", 1)) // threads)
-    dataset = ray.data.read_datasource(_files(jobs, block_rows), num_cpus=0).map_batches(
+    # override_num_blocks: one read task a file, its blocks as tables.read cuts them (else Ray
+    # splits each into pieces for parallelism: 1-row blocks, Ray's cost on every row)
+    dataset = ray.data.read_datasource(_files(jobs, block_rows), num_cpus=0,
+                                       override_num_blocks=max(1, len(jobs))).map_batches(
         CorrectBatch, fn_constructor_kwargs={"column": column, "threads": threads, **options},
         batch_size=None, batch_format="pyarrow", compute=ray.data.ActorPoolStrategy(size=actors),
         num_cpus=threads)
@@ -174,11 +179,16 @@ def _files(jobs: list[Job], rows: int):
 
 def run(jobs: list[Job], column: str, options: dict, address: str | None, actors: int | None,
         threads: int | None) -> Iterator[tuple[int, pa.Table]]:
-    """Connect (``connect``), then the corrected blocks (``corrected_blocks``)."""
+    """Connect (``connect``), yield the corrected blocks (``corrected_blocks``), then disconnect
+    (a Ray started here stops here, also on Ctrl-C or an error)."""
     try:
-        import ray  # noqa: F401  (the optional extra: a one-line error when it is missing)
-        import ray.data  # noqa: F401
+        import ray
+        import ray.data  # noqa: F401  (the optional extra: a one-line error when it is missing)
     except ImportError as e:
         raise EditspecError(f"--ray needs the ray extra ({e.name} is missing): pip install 'editspec[ray]'")
-    connect(address)
-    return corrected_blocks(jobs, column, options, actors, threads or 1)
+    connected = connect(address)
+    try:
+        yield from corrected_blocks(jobs, column, options, actors, threads or 1)
+    finally:
+        if connected:
+            ray.shutdown()

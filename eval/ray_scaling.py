@@ -2,6 +2,7 @@
 processes, in turns, medians.
 
     python -m eval.ray_scaling --rows 200 2000 --repeats 2 --out reports/ray/scaling.json
+    python -m eval.ray_scaling --rows 100 500 --flags "--mode edit5" --out reports/ray/scaling-edit5.json
 
     rows       the first N non-empty W&I dev sources (detokenized), as a .jsonl table (id, text),
                written in a temporary folder (no corpus text is kept)
@@ -14,6 +15,10 @@ processes, in turns, medians.
     fit        per config, seconds = fixed + rows x per-row (the medians at two sizes): fixed is
                start-up (imports, models, Ray), per-row is the steady rate; Ray's per-block cost
                is (per-row(ray) - per-row(local)) x ``RAY_BLOCK_ROWS``
+
+    driver     what the driver alone passes: ``tables.read`` + ``tables.correct_table`` with a
+               corrector that changes nothing (no model) + ``tables.write``, rows/s (``--driver``):
+               the bound on any number of machines, as the driver reads and writes every row
 
 Prints a Markdown table and the fit; ``--out`` keeps the numbers (reports/ray.md reads them).
 """
@@ -61,16 +66,47 @@ def run(source: Path, out: Path, flags: list[str]) -> float:
     return seconds
 
 
+class Unchanged:
+    """A corrector that returns every text as it is: the driver's own cost, without a model."""
+
+    def correct_detailed(self, texts, progress=None, types=False):
+        from editspec.text.diff import Correction
+
+        return [Correction(t, t, []) for t in texts]
+
+
+def driver_rate(source: Path, out: Path, column: str = "text") -> float:
+    """Rows per second through read, correct_table (no model) and write, in this process."""
+    from editspec import tables
+
+    plan = tables.plan(str(source), str(out), column)
+    started = time.perf_counter()
+    tables.write(plan.jobs, ((0, tables.correct_table(Unchanged(), block, column))
+                             for block in tables.read(plan.jobs[0].source)))
+    return plan.rows / (time.perf_counter() - started)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, nargs="+", default=[200, 2000], help="table sizes (default: 200 2000)")
     p.add_argument("--repeats", type=int, default=2, help="rounds of every config (default: 2)")
     p.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
     p.add_argument("--data-dir", default=None, help="corpus folder (default: $EDITSPEC_DATA, ../shared/data)")
+    p.add_argument("--flags", default="", help="more editspec correct flags for every config, e.g. \"--mode edit5\"")
     p.add_argument("--out", default=None, help="write the numbers here as JSON")
+    p.add_argument("--driver", type=int, default=0, metavar="ROWS",
+                   help="also time the driver alone on ROWS rows (W&I dev repeated), 3 times, median")
     args = p.parse_args(argv)
     times: dict[str, dict[int, list[float]]] = {c: {n: [] for n in args.rows} for c in args.configs}
+    driver = None
     with tempfile.TemporaryDirectory() as tmp:
+        if args.driver:
+            texts = rows(10 ** 6, args.data_dir)
+            source = Path(tmp) / "driver.jsonl"
+            source.write_text("".join(json.dumps({"id": i, "text": texts[i % len(texts)]}) + "\n"
+                                      for i in range(args.driver)), encoding="utf-8")
+            driver = statistics.median(driver_rate(source, Path(tmp) / "driver.parquet") for _ in range(3))
+            print(f"driver alone: {driver:,.0f} rows/s ({args.driver} rows, read + write, no model)")
         for n in args.rows:
             source = Path(tmp) / f"rows{n}.jsonl"
             source.write_text("".join(json.dumps({"id": i, "text": t}) + "\n"
@@ -79,12 +115,16 @@ def main(argv: list[str] | None = None) -> int:
             for r in range(args.repeats):
                 for config in args.configs:
                     out = Path(tmp) / f"{config}-{n}-{r}.parquet"
-                    seconds = run(source, out, CONFIGS[config])
+                    seconds = run(source, out, [*CONFIGS[config], *args.flags.split()])
                     reference = reference or out.read_bytes()
                     if out.read_bytes() != reference:
                         raise SystemExit(f"{config} wrote another table than the first run on {n} rows")
                     times[config][n].append(round(seconds, 2))
-                    print(f"{n} rows  {config:10s} {seconds:7.1f} s", file=sys.stderr, flush=True)
+                    print(f"{n} rows  {config:10s} {seconds:7.1f} s  (load {os.getloadavg()[0]:.1f})",
+                          file=sys.stderr, flush=True)
+                    if args.out:  # as it goes: a run cut short keeps what it measured
+                        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+                        Path(args.out).write_text(json.dumps({"partial": True, "times": times}, indent=1) + "\n")
     medians = {c: {n: statistics.median(v) for n, v in by.items()} for c, by in times.items()}
     fit = {}
     if len(args.rows) >= 2:
@@ -118,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.out).write_text(json.dumps({"rows": args.rows, "repeats": args.repeats, "times": times,
                                               "medians": medians, "fit": fit, "overhead": overhead,
                                               "block_rows": RAY_BLOCK_ROWS, "cores": os.cpu_count(),
-                                              "load_before": os.getloadavg()}, indent=1) + "\n")
+                                              "flags": args.flags, "driver_rows_per_s": driver, "load_at_end": os.getloadavg()}, indent=1) + "\n")
     return 0
 
 

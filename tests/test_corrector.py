@@ -596,7 +596,7 @@ def test_cli_errors_are_one_line(models, tmp_path, capsysbinary):
     empty_dir.mkdir()
     cases = [
         ((tmp_path / "missing.txt", "--model", models / "identity"), "no such file"),
-        ((tmp_path, "--model", models / "identity"), "is a directory"),
+        ((tmp_path, "--model", models / "identity"), "holds no .parquet files"),  # a folder is a table input
         ((bad, "--model", models / "identity"), "line 2 is not UTF-8"),
         ((bad, "--model", empty_dir), "line 2 is not UTF-8"),  # the input is read before the model
         ((SAMPLE, "--model", empty_dir), "neither a model directory"),

@@ -2,7 +2,6 @@
 same files as the local run, byte for byte, from a tiny model over several files and blocks; a Ray
 user's own pipeline gets the local run's corrections from the shipped models."""
 
-import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
