@@ -97,10 +97,12 @@ def connect(address: str | None) -> bool:
 
 
 def corrected_blocks(jobs: list[Job], column: str, options: dict, actors: int | None = None,
-                     threads: int = 1, block_rows: int | None = None) -> Iterator[tuple[int, pa.Table]]:
+                     threads: int = 1, block_rows: int | None = None,
+                     fn: type = CorrectBatch) -> Iterator[tuple[int, pa.Table]]:
     """(job index, corrected block) for every row of ``jobs``' inputs, in order, corrected by
     ``actors`` actors (default: the cluster's CPUs // ``threads``) of ``threads`` CPUs each, in
-    blocks of ``block_rows`` rows (default ``RAY_BLOCK_ROWS``)."""
+    blocks of ``block_rows`` rows (default ``RAY_BLOCK_ROWS``); ``fn``: the callable class
+    (eval/ray_scaling.py times Ray's own cost with one that loads no model)."""
     block_rows = block_rows or RAY_BLOCK_ROWS
     import ray
     import ray.data
@@ -112,11 +114,14 @@ def corrected_blocks(jobs: list[Job], column: str, options: dict, actors: int | 
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     if actors is None:
         actors = max(1, int(ray.cluster_resources().get("CPU", 1)) // threads)
-    # override_num_blocks: one read task a file, its blocks as tables.read cuts them (else Ray
-    # splits each into pieces for parallelism: 1-row blocks, Ray's cost on every row)
+    # override_num_blocks: one read task a file (else Ray splits it for parallelism, in 1-row
+    # pieces). A read merges its blocks up to target_max_block_size (128 MB: the whole file in
+    # one block, one actor doing it all), so that is set to about one block of block_rows rows.
+    # (repartition would cut them too, but its tasks need a CPU the actors hold: it waits forever.)
+    context.target_max_block_size = _block_bytes(jobs, block_rows)
     dataset = ray.data.read_datasource(_files(jobs, block_rows), num_cpus=0,
                                        override_num_blocks=max(1, len(jobs))).map_batches(
-        CorrectBatch, fn_constructor_kwargs={"column": column, "threads": threads, **options},
+        fn, fn_constructor_kwargs={"column": column, "threads": threads, **options},
         batch_size=None, batch_format="pyarrow", compute=ray.data.ActorPoolStrategy(size=actors),
         num_cpus=threads)
     rows = [job.source.rows for job in jobs]
@@ -134,6 +139,15 @@ def corrected_blocks(jobs: list[Job], column: str, options: dict, actors: int | 
         raise _user_error(e) or e
     if index < len(rows) - 1 or left:
         raise RuntimeError(f"Ray returned fewer rows than the inputs hold ({sum(rows)})")
+
+
+def _block_bytes(jobs: list[Job], rows: int) -> int:
+    """About the Arrow bytes of ``rows`` rows of the first input with rows (corrected: the edits
+    and the correction add about as much again)."""
+    for job in jobs:
+        for block in read(job.source, rows):
+            return max(1024, 2 * block.nbytes * rows // max(1, len(block)))
+    return 1 << 20
 
 
 def _user_error(e: BaseException) -> EditspecError | None:

@@ -16,6 +16,9 @@ processes, in turns, medians.
                start-up (imports, models, Ray), per-row is the steady rate; Ray's per-block cost
                is (per-row(ray) - per-row(local)) x ``RAY_BLOCK_ROWS``
 
+    ray cost   Ray's own cost a block (``--block-cost``): the same pipeline, 2 actors, with a
+               callable that loads no model (``PassThrough``); the steady period between blocks
+               times the actors, against the same work without Ray
     driver     what the driver alone passes: ``tables.read`` + ``tables.correct_table`` with a
                corrector that changes nothing (no model) + ``tables.write``, rows/s (``--driver``):
                the bound on any number of machines, as the driver reads and writes every row
@@ -75,6 +78,42 @@ class Unchanged:
         return [Correction(t, t, []) for t in texts]
 
 
+class PassThrough:
+    """``CorrectBatch`` without a model: what Ray itself costs a block (transfer, scheduling, order)."""
+
+    def __init__(self, column: str = "text", threads: int | None = None, **options):
+        self.column = column
+
+    def __call__(self, table):
+        from editspec import tables
+
+        return tables.correct_table(Unchanged(), table, self.column)
+
+
+def ray_block_cost(source: Path, out: Path, actors: int = 2) -> dict:
+    """Seconds a block costs through Ray's pipeline (``PassThrough`` actors) in the steady state,
+    and the same blocks through ``correct_table`` without Ray."""
+    import ray
+
+    from editspec import ray_data, tables
+
+    plan = tables.plan(str(source), str(out), "text")
+    ray.init(num_cpus=actors, include_dashboard=False, log_to_driver=False)
+    try:
+        stamps = [time.perf_counter() for _ in ray_data.corrected_blocks(plan.jobs, "text", {}, actors, 1,
+                                                                            fn=PassThrough)]
+    finally:
+        ray.shutdown()
+    blocks = len(stamps)
+    steady = statistics.median(b - a for a, b in zip(stamps[blocks // 4:], stamps[blocks // 4 + 1:]))
+    started = time.perf_counter()
+    local = sum(1 for block in tables.read(plan.jobs[0].source, ray_data.RAY_BLOCK_ROWS)
+                if tables.correct_table(Unchanged(), block, "text") is not None)
+    alone = (time.perf_counter() - started) / local
+    return {"blocks": blocks, "ray_period_s": round(steady, 4), "ray_per_block_s": round(steady * actors, 4),
+            "without_ray_per_block_s": round(alone, 4)}
+
+
 def driver_rate(source: Path, out: Path, column: str = "text") -> float:
     """Rows per second through read, correct_table (no model) and write, in this process."""
     from editspec import tables
@@ -90,10 +129,13 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, nargs="+", default=[200, 2000], help="table sizes (default: 200 2000)")
     p.add_argument("--repeats", type=int, default=2, help="rounds of every config (default: 2)")
-    p.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
+    p.add_argument("--configs", nargs="*", default=list(CONFIGS), choices=list(CONFIGS),
+                   help="which runs (default: all four; none: only --driver, --block-cost)")
     p.add_argument("--data-dir", default=None, help="corpus folder (default: $EDITSPEC_DATA, ../shared/data)")
     p.add_argument("--flags", default="", help="more editspec correct flags for every config, e.g. \"--mode edit5\"")
     p.add_argument("--out", default=None, help="write the numbers here as JSON")
+    p.add_argument("--block-cost", type=int, default=0, metavar="ROWS",
+                   help="also time Ray's own cost a block on ROWS rows (no model)")
     p.add_argument("--driver", type=int, default=0, metavar="ROWS",
                    help="also time the driver alone on ROWS rows (W&I dev repeated), 3 times, median")
     args = p.parse_args(argv)
@@ -107,6 +149,14 @@ def main(argv: list[str] | None = None) -> int:
                                       for i in range(args.driver)), encoding="utf-8")
             driver = statistics.median(driver_rate(source, Path(tmp) / "driver.parquet") for _ in range(3))
             print(f"driver alone: {driver:,.0f} rows/s ({args.driver} rows, read + write, no model)")
+        block_cost = None
+        if args.block_cost:
+            texts = rows(10 ** 6, args.data_dir)
+            source = Path(tmp) / "blocks.jsonl"
+            source.write_text("".join(json.dumps({"id": i, "text": texts[i % len(texts)]}) + "\n"
+                                      for i in range(args.block_cost)), encoding="utf-8")
+            block_cost = ray_block_cost(source, Path(tmp) / "blocks.parquet")
+            print(f"Ray's own cost: {block_cost}")
         for n in args.rows:
             source = Path(tmp) / f"rows{n}.jsonl"
             source.write_text("".join(json.dumps({"id": i, "text": t}) + "\n"
@@ -158,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.out).write_text(json.dumps({"rows": args.rows, "repeats": args.repeats, "times": times,
                                               "medians": medians, "fit": fit, "overhead": overhead,
                                               "block_rows": RAY_BLOCK_ROWS, "cores": os.cpu_count(),
-                                              "flags": args.flags, "driver_rows_per_s": driver, "load_at_end": os.getloadavg()}, indent=1) + "\n")
+                                              "flags": args.flags, "driver_rows_per_s": driver, "ray_block_cost": block_cost, "load_at_end": os.getloadavg()}, indent=1) + "\n")
     return 0
 
 
