@@ -84,7 +84,7 @@ def connect(address: str | None) -> bool:
 
     if ray.is_initialized():
         return False
-    quiet = {"logging_level": logging.WARNING, "log_to_driver": False}
+    quiet = {"logging_level": logging.ERROR, "log_to_driver": False}
     try:
         if address or os.environ.get("RAY_ADDRESS"):
             ray.init(address=address or None, **quiet)
@@ -111,7 +111,7 @@ def corrected_blocks(jobs: list[Job], column: str, options: dict, actors: int | 
     context = DataContext.get_current()
     context.execution_options.preserve_order = True
     context.enable_progress_bars = False  # the command's own bar counts rows
-    logging.getLogger("ray.data").setLevel(logging.WARNING)
+    logging.getLogger("ray.data").setLevel(logging.ERROR)
     if actors is None:
         actors = max(1, int(ray.cluster_resources().get("CPU", 1)) // threads)
     # override_num_blocks: one read task a file (else Ray splits it for parallelism, in 1-row
