@@ -29,7 +29,7 @@ def test_ray_writes_what_the_local_run_writes(local_ray, bundle, tmp_path, monke
     monkeypatch.setattr(tables, "BLOCK_ROWS", 16)  # parquet row groups of 16 rows; several blocks
     folder = tmp_path / "in"
     folder.mkdir()
-    for k, n in enumerate([30, 0, 11]):  # an empty file between two
+    for k, n in enumerate([0, 30, 11, 0]):  # empty files first and last
         texts = sentences(n, seed=k)
         if n:
             texts[2] = None
@@ -42,10 +42,10 @@ def test_ray_writes_what_the_local_run_writes(local_ray, bundle, tmp_path, monke
     assert cli.main([*common, "-o", str(tmp_path / "ray"), "--ray", "--actors", "2"]) == 0
     err = capsys.readouterr().err
     assert "41 rows read" in err and "2 rows with no text" in err
-    for k in range(3):
+    for k in range(4):
         local, distributed = (tmp_path / d / f"{k}.parquet" for d in ("local", "ray"))
         assert distributed.read_bytes() == local.read_bytes()
-    out = pq.read_table(tmp_path / "ray" / "0.parquet")
+    out = pq.read_table(tmp_path / "ray" / "1.parquet")
     assert out.column("id").to_pylist() == list(range(30)) and out.column("corrected").null_count == 1
     assert out.column("corrected").to_pylist() != out.column("text").to_pylist()  # the model edits
 
