@@ -66,7 +66,7 @@ from editspec.modeling.loading import (load_edit5, quiet_transformers, resolve_d
                                        trained_length)
 from editspec.modeling.precision import resolve_dtype
 from editspec.modeling.t5 import load_t5
-from editspec.text import segment
+from editspec.text import error_types, segment
 from editspec.text.diff import Correction, diff
 from editspec.text.guard import guard, keep_unreadable, real_words
 from editspec.text.spelling import load_speller, respell_all
@@ -233,12 +233,18 @@ class Corrector:
         with self.timings("rejoin"):
             return segment.rejoin_lines(texts, spans, outputs)
 
-    def correct_detailed(self, texts: Sequence[str],
-                         progress: Callable[[int], None] | None = None) -> list[Correction]:
-        """Like ``correct``, with each change as character offsets into the input text."""
+    def correct_detailed(self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
+                         types: bool = False) -> list[Correction]:
+        """Like ``correct``, with each change as character offsets into the input text; with
+        ``types``, each edit's ERRANT error type and message too (``error_types.typed``: spaCy
+        parses the texts with edits, so it costs a second to load and a few ms a text)."""
         outputs = self.correct(texts, progress)
         with self.timings("diff"):
-            return [Correction(text, out, diff(text, out)) for text, out in zip(texts, outputs)]
+            corrections = [Correction(text, out, diff(text, out)) for text, out in zip(texts, outputs)]
+        if not types:
+            return corrections
+        with self.timings("types"):
+            return error_types.typed(corrections)
 
     # -- batches --
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import re
 import signal
@@ -27,6 +28,22 @@ from editspec.errors import EditspecError
 
 BLOCK_LINES, BLOCK_CHARS = 1000, 200_000  # lines corrected together (bounded memory, good batches)
 STALE_SECONDS = 60  # an unlocked temporary file of ours this old is a killed run's
+# line breaks to str.splitlines and JavaScript besides those JSON escapes anyway (controls < 0x20)
+LINE_BREAKS = {ord(c): f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"}
+
+
+TABLES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet"}  # editspec.tables
+
+
+def table_format(name: str | os.PathLike) -> str | None:
+    """"jsonl", "csv" or "parquet" for a table's file name (by extension), else None."""
+    return TABLES.get(Path(name).suffix.lower())
+
+
+def is_table(name: str) -> bool:
+    """Whether ``editspec correct`` reads ``name`` as a table (``editspec.tables``): a table's
+    extension, or a folder (of Parquet files)."""
+    return name != "-" and (table_format(name) is not None or Path(name).is_dir())
 
 
 @dataclass
@@ -69,6 +86,13 @@ def read_blocks(stream: IO[bytes], name: str) -> Iterator[list[Line]]:
             block, chars = [], 0
     if block:
         yield block
+
+
+def json_line(value: dict, default=None) -> str:
+    """One JSON line, non-ASCII text as it is, except the characters that a line-splitting reader
+    (``str.splitlines``, JavaScript) takes for a line break: escaped, so one record is one line.
+    ``default`` as in ``json.dumps``."""
+    return json.dumps(value, ensure_ascii=False, default=default).translate(LINE_BREAKS) + "\n"
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from editspec import cli, files
-from editspec.cli.correct import json_line
+from editspec.files import json_line
 from editspec.corrector import Corrector
 from editspec.errors import EditspecError
 from editspec.modeling.loading import trained_length

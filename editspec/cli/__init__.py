@@ -11,16 +11,33 @@ from __future__ import annotations
 import argparse
 import sys
 
-from editspec import threads
+from editspec import __version__, threads
 from editspec.cli import correct as correct_cli, data as data_cli, eval as eval_cli
 from editspec.cli import profile as profile_cli, serve as serve_cli
 from editspec.cli.model_options import add_correction_options, add_model_options
 from editspec.errors import EditspecError
 
 
+class _Help(argparse.HelpFormatter):
+    """Help that shows each option's default, where the default is a value and the help text
+    does not already say it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.default in (None, False, argparse.SUPPRESS) or "default" in text or \
+                action.option_strings == [] or isinstance(action, argparse._HelpAction):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 class _Parser(argparse.ArgumentParser):
     """An argparse parser (subcommands' too) whose usage errors are one line, like every other
-    error, not the usage text first ("editspec correct: error: argument --mode: invalid choice")."""
+    error, not the usage text first ("editspec correct: error: argument --mode: invalid choice"),
+    and whose help shows the defaults (``_Help``)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _Help)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message}\n")
@@ -29,6 +46,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="editspec", description=__doc__.splitlines()[0])
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--version", action="version", version=f"editspec {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     correct_cli.add_parser(sub)

@@ -8,6 +8,8 @@ import argparse
 
 from editspec.config import MODES, QUANTIZATIONS
 
+DTYPE_CHOICES = ("float32", "bfloat16")  # what --dtype names (the API takes more: modeling.precision)
+
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=MODES, default=None,
@@ -21,10 +23,13 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--edit5", default=None, help="EdiT5 checkpoint directory (overrides --model)")
     p.add_argument("--t5", default=None,
                    help="T5 checkpoint directory or hub id (overrides --model)")
-    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--batch-size", type=int, default=16,
+                   help="sentences decoded together (EdiT5: a batch; T5 and speculative: the decoding "
+                        "slots, each refilled as its sentence finishes); larger is faster per sentence "
+                        "up to a point, and uses more memory")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1, ... (default: cuda if available)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: editspec.threads)")
-    p.add_argument("--dtype", default=None,
+    p.add_argument("--dtype", choices=DTYPE_CHOICES, default=None,
                    help="compute type: float32 or bfloat16 (default: bfloat16 on a CPU with bf16 units, "
                         "avx512_bf16 or amx_bf16, else float32; speculative output is the T5's greedy "
                         "output in the same type)")
@@ -55,13 +60,18 @@ def add_correction_options(p: argparse.ArgumentParser) -> None:
                         "default: the bundle's corrector_config.json, else none")
 
 
+def corrector_options(args: argparse.Namespace) -> dict:
+    """``Corrector.from_pretrained``'s keyword arguments from the options above (the local run's
+    corrector and each Ray actor's, ``editspec.ray_data.CorrectBatch``)."""
+    return dict(model=args.model, mode=args.mode, edit5=args.edit5, t5=args.t5, device=args.device,
+                batch_size=args.batch_size, dtype=args.dtype, quantize=args.quantize,
+                max_length=getattr(args, "max_length", None), max_edit_words=args.max_edit_words,
+                rounds=args.rounds, spelling=args.spelling, rescore=args.rescore, prefix=args.prefix)
+
+
 def corrector_from_args(args: argparse.Namespace):
     """The ``Corrector`` that the options above describe (correct, eval, serve). ``Corrector`` is
     imported here, when a command runs: bad input fails before seconds of torch."""
     from editspec.corrector import Corrector
 
-    return Corrector.from_pretrained(args.model, mode=args.mode, edit5=args.edit5, t5=args.t5,
-                                     device=args.device, batch_size=args.batch_size, dtype=args.dtype,
-                                     quantize=args.quantize, max_length=getattr(args, "max_length", None),
-                                     max_edit_words=args.max_edit_words, rounds=args.rounds,
-                                     spelling=args.spelling, rescore=args.rescore, prefix=args.prefix)
+    return Corrector.from_pretrained(**corrector_options(args))

@@ -25,7 +25,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """The ``serve`` subcommand with its options (the model options included)."""
     p = sub.add_parser("serve", help="correction server: JSON API, LanguageTool's /v2 API, a web page")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: this machine only)")
-    p.add_argument("--port", type=int, default=8081)
+    p.add_argument("--port", type=int, default=8081, help="TCP port to listen on")
     p.add_argument("--allow-host", action="append", default=None, metavar="NAME",
                    help="also answer requests whose Host header names NAME (repeatable; * for any; "
                         "default: localhost, 127.0.0.1 and [::1] only, against DNS rebinding)")
@@ -57,7 +57,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--reuse-port", action="store_true",
                    help="bind with SO_REUSEPORT, so that several editspec serve processes share one port (Linux "
                         "spreads the connections between them): e.g. two processes with --threads 1 on 2 cores")
-    p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
+    p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"),
+                   help="uvicorn's log level (each request is logged at info)")
     add_model_options(p)
     add_correction_options(p)
     return p

@@ -27,12 +27,16 @@ from rapidfuzz.distance import Indel
 
 @dataclass(frozen=True)
 class Edit:
-    """One change: ``input[start:end]`` (character offsets) became ``correction``."""
+    """One change: ``input[start:end]`` (character offsets) became ``correction``. ``type`` is its
+    ERRANT error type ("R:VERB:SVA") and ``message`` says it in words, once classified
+    (``editspec.text.error_types.typed``; ``Corrector.correct_detailed(..., types=True)``)."""
 
     start: int
     end: int
     original: str
     correction: str
+    type: str | None = None
+    message: str | None = None
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ either side) is R:ORTH, ERRANT's type for case and whitespace. Types are ``OP:MA
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Sequence
 
@@ -138,9 +139,8 @@ def _token_span(doc, start: int, end: int) -> tuple[int, int]:
     return at, at
 
 
-def typed_dict(correction: Correction, types: Sequence[str]) -> dict:
-    """``correction.as_dict()`` with each edit's ERRANT ``type`` and ``message``."""
-    out = correction.as_dict()
-    for edit, error_type in zip(out["edits"], types):
-        edit["type"], edit["message"] = error_type, message(error_type)
-    return out
+def typed(corrections: Sequence[Correction]) -> list[Correction]:
+    """The corrections with each edit's ERRANT ``type`` and its ``message`` filled in."""
+    return [dataclasses.replace(c, edits=[dataclasses.replace(e, type=t, message=message(t))
+                                          for e, t in zip(c.edits, types)])
+            for c, types in zip(corrections, classify(corrections))]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 HEAVY = ("torch", "transformers", "spacy", "errant", "datasets", "matplotlib", "accelerate", "starlette",
-         "symspellpy", "ctranslate2")
+         "symspellpy", "ctranslate2", "pyarrow", "ray")
 ROOT = Path(__file__).resolve().parents[2]
 
 

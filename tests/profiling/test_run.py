@@ -134,7 +134,7 @@ def test_ct2_without_ctranslate2_is_skipped(bundle, dev_m2, tmp_path, monkeypatc
     (["--mode", "t5"], "use --modes"),
     (["--modes", "none"], "nothing to profile"),
     (["--batch-size", "0"], "batch size must be at least 1"),
-    (["--dtype", "int8"], "unknown dtype 'int8'"),
+    (["--dtype", "int8"], "invalid choice: 'int8'"),
 ])
 def test_bad_flags_give_one_line(flags, message, dev_m2, tmp_path, capsys):
     rc = cli.main(["profile", "--data", str(dev_m2), "--out", str(tmp_path / "r"), *flags])
