@@ -68,18 +68,6 @@ Losses are teacher-forced (gold tags feed the tag embedding and the pointer mask
 feeds the position embeddings). ``loss_weighting="tokens"`` (the default, best in the paper)
 weights each loss by its number of target tokens (tags, pointers, insertions), i.e. every
 token counts the same; ``"mean"`` adds the three mean losses. ``*_loss_weight`` multiply either.
-
-Modules, bottom-up as transformers builds its models (each step one ``nn.Module``)::
-
-    EdiT5Model              shared embedding, T5 encoder; forward (teacher-forced), generate_edits
-      tagger                EdiT5Tagger: step 1, and the tagged states s
-      pointer               EdiT5PointerNetwork: step 2's successor logits
-      insertion             EdiT5InsertionDecoder: step 3 (order layer, decoder, lm head, greedy loop)
-        markers             EdiT5PointedMarkers: the pointed markers' logits and inputs
-
-Checkpoints keep the flat names of the first EdiT5s (``tag_layer.*``, ``pointer_key.*``,
-``decoder.*``, ``lm_head.*``, ...): ``CHECKPOINT_NAMES`` maps them to these modules on load and
-back on save (transformers' conversion mapping), so every saved EdiT5 loads and saves unchanged.
 """
 
 from __future__ import annotations
@@ -87,24 +75,24 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import torch
 from torch import nn
 from torch.nn import functional as F
-from transformers import AutoConfig, AutoModel, T5Config, T5EncoderModel
+from transformers import AutoConfig, AutoModel, PreTrainedTokenizerBase, T5Config, T5EncoderModel
 from transformers import initialization as init
 from transformers.cache_utils import DynamicCache, EncoderDecoderCache
-from transformers.conversion_mapping import register_checkpoint_conversion_mapping
-from transformers.core_model_loading import WeightRenaming
 from transformers.masking_utils import create_bidirectional_mask
 from transformers.modeling_outputs import ModelOutput
 from transformers.utils import logging
 from transformers.models.t5.modeling_t5 import T5Attention, T5Block, T5LayerNorm, T5PreTrainedModel, T5Stack
 
+from editspec.modeling.tensors import IGNORE, label_log_probs, pad
 from editspec.modeling.configuration_edit5 import EdiT5Config
 from editspec.modeling.t5 import CACHE_ARG
-from editspec.modeling.tensors import IGNORE, label_log_probs
-from editspec.tokenization.edits import DELETE, KEEP, Edits
+from editspec.tokenization.edits import DELETE, KEEP, Edits, realize_aligned
+from editspec.tokenization.tokens import encode, marker_ids, render
 
 
 @dataclass
@@ -180,233 +168,6 @@ def decode_order(
     return [row[:n] for row, n in zip(order, counts.tolist())]
 
 
-class EdiT5Tagger(nn.Module):
-    """Step 1: keep/delete logits from one T5 block over the encoder states, and the tagged states
-    ``s = Linear([h ; tag_embedding(tags)])`` that steps 2 and 3 read ("concatenated, feed-forward")."""
-
-    def __init__(self, config: EdiT5Config, layer_config: T5Config):
-        super().__init__()
-        d = config.d_model
-        self.dropout = nn.Dropout(config.dropout_rate)
-        self.layer = T5Block(layer_config, has_relative_attention_bias=True)
-        self.norm = T5LayerNorm(d, eps=config.layer_norm_epsilon)
-        self.classifier = nn.Linear(d, 2)
-        self.embedding = nn.Embedding(2, config.tag_embedding_dim)
-        self.projection = nn.Linear(d + config.tag_embedding_dim, d)
-
-    def forward(self, h: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-        """Tag logits (B, L, 2) of the encoder states h (B, L, d)."""
-        return self.classifier(self.norm(self.layer(h, attention_mask=mask)[0]))
-
-    def tagged_states(self, h: torch.Tensor, tags: torch.LongTensor) -> torch.Tensor:
-        """s (B, L, d): each state with its tag (gold in training, predicted in inference)."""
-        return self.dropout(self.projection(torch.cat([h, self.embedding(tags)], -1)))
-
-
-class EdiT5PointerNetwork(nn.Module):
-    """Step 2: row i of the logits scores each kept position as the successor of position i,
-    ``Linear_q(s) · Linear_k(norm(T5Block(s)))ᵀ / √d`` plus the learned offset bias."""
-
-    def __init__(self, config: EdiT5Config, layer_config: T5Config):
-        super().__init__()
-        d = config.d_model
-        self.scale = d**0.5
-        self.num_buckets = config.relative_attention_num_buckets
-        self.max_distance = config.relative_attention_max_distance
-        self.query = nn.Linear(d, d)
-        self.key_layer = T5Block(layer_config, has_relative_attention_bias=True)
-        self.key_norm = T5LayerNorm(d, eps=config.layer_norm_epsilon)
-        self.key = nn.Linear(d, d)
-        self.offset = nn.Embedding(self.num_buckets, 1) if config.pointer_offset_bias else None
-
-    def forward(self, s: torch.Tensor, mask: torch.Tensor | None, kept: torch.Tensor,
-                is_eos: torch.Tensor) -> torch.Tensor:
-        """Pointer logits (B, L, L), masked to kept successors other than oneself."""
-        query = self.query(s)
-        key = self.key(self.key_norm(self.key_layer(s, attention_mask=mask)[0]))
-        logits = query @ key.transpose(1, 2) / self.scale
-        length = s.shape[1]
-        if self.offset is not None:
-            positions = torch.arange(length, device=s.device)
-            bucket = T5Attention._relative_position_bucket(
-                positions[None, :] - positions[:, None], bidirectional=True,
-                num_buckets=self.num_buckets, max_distance=self.max_distance,
-            )
-            # stored /10: Adam moves each parameter by ~lr per step whatever its gradient, so a
-            # plain scalar would need thousands of steps to reach a margin of a few nats
-            logits = logits + 10.0 * self.offset(bucket).squeeze(-1).to(logits.dtype)
-        # successors are kept tokens other than oneself; EOS may point to itself (nothing kept)
-        self_loop = torch.eye(length, dtype=torch.bool, device=s.device) & ~is_eos[:, :, None]
-        allowed = kept[:, None, :] & ~self_loop
-        return logits.masked_fill(~allowed, torch.finfo(logits.dtype).min)
-
-
-# One batch's pointed markers: per marker p, the state of the kept token it inserts after (B, M, d),
-# that state's key (B, M, d) and whether p can occur (B, M); M = min(markers, input length).
-Markers = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
-
-
-class EdiT5PointedMarkers(nn.Module):
-    """Pointed markers (module docstring): a marker's logit is the decoder state's match with the
-    kept token it inserts after, and a marker fed back brings that token's state with it."""
-
-    def __init__(self, config: EdiT5Config):
-        super().__init__()
-        d = config.d_model
-        self.scale = d**0.5
-        self.marker_ids, self.vocab_size = list(config.marker_ids), config.vocab_size
-        self.query = nn.Linear(d, d)
-        self.key = nn.Linear(d, d)
-        self.gap_key = nn.Linear(d, d) if config.marker_gap else None
-        self._lookup = None  # (marker ids, token id -> p or -1), built on first use
-
-    def tables(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        """(marker token ids (M,), token id -> marker number or -1 (vocab,)); not buffers, which
-        loading from a checkpoint would leave uninitialised."""
-        if self._lookup is None or self._lookup[0].device != device:
-            ids = torch.tensor(self.marker_ids, device=device)
-            index = torch.full((self.vocab_size,), -1, dtype=torch.long, device=device)
-            index[ids] = torch.arange(len(ids), device=device)
-            self._lookup = (ids, index)
-        return self._lookup
-
-    def forward(self, states: torch.Tensor, order_positions: torch.LongTensor) -> Markers:
-        """The batch's ``Markers`` from the states the insertion decoder reads."""
-        batch, length, d = states.shape
-        count = min(len(self.marker_ids), length)
-        last = order_positions.max(1, keepdim=True).values  # EOS: n + 1, unique
-        # the token at each new position q = 0..count; q = 0 (marker 0, the start) is EOS too
-        rows, cols = ((order_positions > 0) & (order_positions <= count)).nonzero(as_tuple=True)
-        at = torch.zeros(batch, count + 1, dtype=torch.long, device=states.device)
-        at[rows, order_positions[rows, cols]] = cols
-        at[:, 0] = (order_positions == last).long().argmax(1)
-        gather = lambda index: states.gather(1, index[..., None].expand(batch, count, d))  # noqa: E731
-        marker_states = gather(at[:, :count])
-        keys = self.key(marker_states)
-        if self.gap_key is not None:  # the token at new position p + 1 closes gap p (EOS: gap n)
-            keys = keys + self.gap_key(gather(at[:, 1:]))
-        valid = torch.arange(count, device=states.device) < last  # p <= n
-        return marker_states, keys, valid
-
-    def embed(self, ids: torch.LongTensor, embeds: torch.Tensor, markers: Markers) -> torch.Tensor:
-        """Decoder inputs: the token embeddings, plus for a pointed marker its kept token's state."""
-        marker_states, _, valid = markers
-        p = self.tables(ids.device)[1][ids]
-        p = p.masked_fill(p >= valid.shape[1], -1)  # teacher forcing only: decoding never emits one
-        pointed = marker_states.gather(1, p.clamp(min=0)[..., None].expand(*p.shape, embeds.shape[-1]))
-        return embeds + pointed * (p >= 0).unsqueeze(-1).to(embeds.dtype)
-
-    def point(self, hidden: torch.Tensor, logits: torch.Tensor, markers: Markers) -> torch.Tensor:
-        """``logits`` (B, T, vocab) with the markers' columns replaced by their pointed logits."""
-        _, keys, valid = markers
-        scores = self.query(hidden) @ keys.transpose(-1, -2) / self.scale  # (B, T, M)
-        floor = torch.finfo(logits.dtype).min
-        marker_ids, count = self.tables(logits.device)[0], valid.shape[1]
-        logits[..., marker_ids[:count]] = scores.masked_fill(~valid[:, None], floor).to(logits.dtype)
-        logits[..., marker_ids[count:]] = floor  # past the input: cannot occur
-        return logits
-
-
-class EdiT5InsertionDecoder(nn.Module):
-    """Step 3: the tagged states in their new order (``order_embedding`` of each kept token's new
-    position, one T5 block), and the one-layer T5 decoder that writes the insertions from them,
-    with its lm head and, with ``marker_ids``, the pointed markers. The token embedding is the
-    model's (``shared``, which may be a T5's), passed in."""
-
-    def __init__(self, config: EdiT5Config, layer_config: T5Config):
-        super().__init__()
-        d = config.d_model
-        self.config = config
-        self.order_embedding = nn.Embedding(config.max_order_positions, d)
-        self.order_layer = T5Block(layer_config, has_relative_attention_bias=False)
-        self.order_norm = T5LayerNorm(d, eps=config.layer_norm_epsilon)
-        self.decoder = _stack(config.t5_config(decoder=True))
-        self.lm_head = nn.Linear(d, config.vocab_size, bias=False)
-        self.markers = EdiT5PointedMarkers(config) if config.marker_ids else None
-
-    def states(self, s: torch.Tensor, order_positions: torch.LongTensor,
-               mask: torch.Tensor | None) -> tuple[torch.Tensor, Markers | None]:
-        """(the states the decoder cross-attends (B, L, d), the batch's markers or None)."""
-        placed = (order_positions > 0).unsqueeze(-1).to(s.dtype)  # deleted tokens get no position
-        x = s + self.order_embedding(order_positions) * placed
-        states = self.order_norm(self.order_layer(x, attention_mask=mask)[0])
-        return states, None if self.markers is None else self.markers(states, order_positions)
-
-    def embed(self, ids: torch.LongTensor, shared: nn.Embedding, markers: Markers | None) -> torch.Tensor:
-        embeds = shared(ids)
-        return embeds if markers is None else self.markers.embed(ids, embeds, markers)
-
-    def logits(self, hidden: torch.Tensor, markers: Markers | None) -> torch.Tensor:
-        """Insertion logits (B, T, vocab); pointed markers' logits replaced."""
-        # T5 1.0 rescales before the tied output embedding
-        logits = self.lm_head(hidden * self.config.d_model**-0.5 if self.config.tie_word_embeddings else hidden)
-        return logits if markers is None else self.markers.point(hidden, logits, markers)
-
-    def forward(self, decoder_input_ids: torch.LongTensor, states: torch.Tensor, attention_mask: torch.Tensor,
-                markers: Markers | None, shared: nn.Embedding) -> torch.Tensor:
-        """Teacher-forced insertion logits (B, T, vocab)."""
-        hidden = self.decoder(
-            inputs_embeds=self.embed(decoder_input_ids, shared, markers), encoder_hidden_states=states,
-            encoder_attention_mask=attention_mask,
-        ).last_hidden_state
-        return self.logits(hidden, markers)
-
-    def greedy(self, states: torch.Tensor, attention_mask: torch.Tensor, max_tokens: int,
-               markers: Markers | None, shared: nn.Embedding, stop_bias: float = 0.0) -> list[list[int]]:
-        """Greedy decoding with a KV cache, calling the decoder's T5Blocks directly: per step,
-        T5Stack.forward rebuilds both masks and runs output-capturing wrappers, which costs as
-        much as the one layer's compute. Equal to the teacher-forced pass (tested)."""
-        batch, eos, pad_id = states.shape[0], self.config.eos_token_id, self.config.pad_token_id
-        cache = EncoderDecoderCache(DynamicCache(), DynamicCache())  # cross-attention K/V once
-        cross_mask = create_bidirectional_mask(
-            config=self.decoder.config, inputs_embeds=states[:, :1], attention_mask=attention_mask,
-            encoder_hidden_states=states,
-        )
-        cross_bias = states.new_zeros(1, self.config.num_heads, 1, states.shape[1])  # T5: none
-        token = torch.full((batch, 1), self.config.decoder_start_token_id, device=states.device)
-        done = torch.zeros(batch, dtype=torch.bool, device=states.device)
-        out = []
-        for _ in range(max_tokens):
-            # one query over all cached keys needs no causal mask; block 0 adds the relative bias
-            hidden, self_bias = self.embed(token, shared, markers), None
-            for block in self.decoder.block:
-                hidden, self_bias, _ = block(
-                    hidden, position_bias=self_bias, encoder_hidden_states=states,
-                    encoder_attention_mask=cross_mask, encoder_decoder_position_bias=cross_bias,
-                    **{CACHE_ARG: cache},
-                )
-            hidden = self.decoder.final_layer_norm(hidden[:, -1:])
-            logits = self.logits(hidden, markers)[:, 0]
-            if stop_bias:
-                logits[:, eos] += stop_bias
-            token = logits.argmax(-1).masked_fill(done, pad_id)
-            out.append(token)
-            done = done | (token == eos)
-            if bool(done.all()):
-                break
-            token = token[:, None]
-        result = []
-        for row in torch.stack(out, 1).tolist() if out else [[] for _ in range(batch)]:
-            result.append(row[: row.index(eos) + 1] if eos in row else row)
-        return result
-
-
-# The checkpoints' names (the first EdiT5s' flat attributes) -> the modules above. transformers
-# renames on load and back on save, so a checkpoint's keys never change. A name matches whole
-# (transformers ends an alphanumeric pattern at a name boundary): pointer_key, not pointer_key_layer.
-CHECKPOINT_NAMES = {
-    "tag_layer": "tagger.layer", "tag_norm": "tagger.norm", "tag_classifier": "tagger.classifier",
-    "tag_embedding": "tagger.embedding", "tag_projection": "tagger.projection",
-    "pointer_query": "pointer.query", "pointer_key_layer": "pointer.key_layer",
-    "pointer_key_norm": "pointer.key_norm", "pointer_key": "pointer.key", "pointer_offset": "pointer.offset",
-    "order_embedding": "insertion.order_embedding", "order_layer": "insertion.order_layer",
-    "order_norm": "insertion.order_norm", "decoder": "insertion.decoder", "lm_head": "insertion.lm_head",
-    "marker_query": "insertion.markers.query", "marker_key": "insertion.markers.key",
-    "marker_gap_key": "insertion.markers.gap_key",
-}
-register_checkpoint_conversion_mapping(
-    "edit5", [WeightRenaming(f"^{old}", new) for old, new in CHECKPOINT_NAMES.items()], overwrite=True)
-
 # what a shared-encoder EdiT5 reads from its T5 (never saved with it), and the T5 settings that
 # must agree for the heads to read that encoder
 T5_PARTS = ("encoder.", "shared.")
@@ -421,17 +182,41 @@ class EdiT5Model(T5PreTrainedModel):
     config_class = EdiT5Config
     config: EdiT5Config
     base_model_prefix = "edit5"
-    _tied_weights_keys = {"insertion.lm_head.weight": "shared.weight"}  # only if config.tie_word_embeddings
+    _tied_weights_keys = {"lm_head.weight": "shared.weight"}  # only if config.tie_word_embeddings
 
     def __init__(self, config: EdiT5Config):
         super().__init__(config)
-        self.shared = nn.Embedding(config.vocab_size, config.d_model)
+        d = config.d_model
+        self.shared = nn.Embedding(config.vocab_size, d)
         self.encoder = _stack(config.t5_config())
         layer_config = config.t5_config()  # standalone blocks read their attention backend here
         layer_config._attn_implementation = self.encoder.config._attn_implementation
-        self.tagger = EdiT5Tagger(config, layer_config)
-        self.pointer = EdiT5PointerNetwork(config, layer_config)
-        self.insertion = EdiT5InsertionDecoder(config, layer_config)
+        self.dropout = nn.Dropout(config.dropout_rate)
+        # 1. tags
+        self.tag_layer = T5Block(layer_config, has_relative_attention_bias=True)
+        self.tag_norm = T5LayerNorm(d, eps=config.layer_norm_epsilon)
+        self.tag_classifier = nn.Linear(d, 2)
+        self.tag_embedding = nn.Embedding(2, config.tag_embedding_dim)
+        self.tag_projection = nn.Linear(d + config.tag_embedding_dim, d)
+        # 2. pointers
+        self.pointer_query = nn.Linear(d, d)
+        self.pointer_key_layer = T5Block(layer_config, has_relative_attention_bias=True)
+        self.pointer_key_norm = T5LayerNorm(d, eps=config.layer_norm_epsilon)
+        self.pointer_key = nn.Linear(d, d)
+        self.pointer_offset = (
+            nn.Embedding(config.relative_attention_num_buckets, 1) if config.pointer_offset_bias else None
+        )
+        # 3. insertions: new-order positions, one layer, the decoder
+        self.order_embedding = nn.Embedding(config.max_order_positions, d)
+        self.order_layer = T5Block(layer_config, has_relative_attention_bias=False)
+        self.order_norm = T5LayerNorm(d, eps=config.layer_norm_epsilon)
+        self.decoder = _stack(config.t5_config(decoder=True))
+        self.lm_head = nn.Linear(d, config.vocab_size, bias=False)
+        if config.marker_ids:  # pointed markers
+            self.marker_query = nn.Linear(d, d)
+            self.marker_key = nn.Linear(d, d)
+            self.marker_gap_key = nn.Linear(d, d) if config.marker_gap else None
+            self._marker_lookup = None  # (marker ids, token id -> p or -1), built on first use
         self._layer_config = layer_config
         self.post_init()
 
@@ -446,25 +231,23 @@ class EdiT5Model(T5PreTrainedModel):
     def _init_weights(self, module):
         super()._init_weights(module)  # T5 blocks and norms as in T5; generic init otherwise
         if isinstance(module, EdiT5Model):  # runs after the children: set the heads' scale
-            factor = self.config.initializer_factor
-            tagger, pointer, insertion = module.tagger, module.pointer, module.insertion
-            markers = insertion.markers
+            factor, d = self.config.initializer_factor, self.config.d_model
             init.normal_(module.shared.weight, std=factor * 1.0)
             if not self.config.tie_word_embeddings:
-                init.normal_(insertion.lm_head.weight, std=factor * 1.0)
-            init.normal_(tagger.embedding.weight, std=factor * 1.0)
-            init.normal_(insertion.order_embedding.weight, std=factor * 1.0)
-            if pointer.offset is not None:
-                init.zeros_(pointer.offset.weight)  # no prior: learned from the data
-            linears = [tagger.classifier, tagger.projection, pointer.query, pointer.key]
-            if markers is not None:
-                linears += [markers.query, markers.key]
+                init.normal_(module.lm_head.weight, std=factor * 1.0)
+            init.normal_(module.tag_embedding.weight, std=factor * 1.0)
+            init.normal_(module.order_embedding.weight, std=factor * 1.0)
+            if module.pointer_offset is not None:
+                init.zeros_(module.pointer_offset.weight)  # no prior: learned from the data
+            linears = [module.tag_classifier, module.tag_projection, module.pointer_query, module.pointer_key]
+            if self.config.marker_ids:
+                linears += [module.marker_query, module.marker_key]
             for linear in linears:
                 init.normal_(linear.weight, std=factor * linear.in_features**-0.5)
                 init.zeros_(linear.bias)
-            if markers is not None and markers.gap_key is not None:  # zero: added to a pointed
-                init.zeros_(markers.gap_key.weight)  # checkpoint, it starts as that model
-                init.zeros_(markers.gap_key.bias)
+            if self.config.marker_ids and self.config.marker_gap:  # zero: added to a pointed
+                init.zeros_(module.marker_gap_key.weight)  # checkpoint, it starts as that model
+                init.zeros_(module.marker_gap_key.bias)
 
     def get_input_embeddings(self) -> nn.Embedding:
         return self.shared
@@ -472,18 +255,102 @@ class EdiT5Model(T5PreTrainedModel):
     def set_input_embeddings(self, embeddings: nn.Embedding) -> None:
         self.shared = embeddings
 
-    def get_output_embeddings(self) -> nn.Linear:
-        return self.insertion.lm_head
+    # -- the pieces, shared by training (forward) and inference (generate_edits) --
 
-    def encode(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor,
-               encoder_hidden_states: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """(encoder states h, the heads' attention mask); ``encoder_hidden_states``: h, when the
-        encoder is a T5's that has run already."""
-        h = encoder_hidden_states
+    def _encode(self, input_ids, attention_mask, encoder_hidden_states=None):
+        h = encoder_hidden_states  # given when the encoder is a T5's that has already run
         if h is None:
             h = self.encoder(inputs_embeds=self.shared(input_ids), attention_mask=attention_mask).last_hidden_state
         mask = create_bidirectional_mask(config=self._layer_config, inputs_embeds=h, attention_mask=attention_mask)
         return h, mask
+
+    def _tag_logits(self, h, mask):
+        return self.tag_classifier(self.tag_norm(self.tag_layer(h, attention_mask=mask)[0]))
+
+    def _tagged_states(self, h, tags):
+        return self.dropout(self.tag_projection(torch.cat([h, self.tag_embedding(tags)], -1)))
+
+    def _pointer_logits(self, s, mask, kept, is_eos):
+        query = self.pointer_query(s)
+        key = self.pointer_key(self.pointer_key_norm(self.pointer_key_layer(s, attention_mask=mask)[0]))
+        logits = query @ key.transpose(1, 2) / self.config.d_model**0.5
+        length = s.shape[1]
+        if self.pointer_offset is not None:
+            positions = torch.arange(length, device=s.device)
+            bucket = T5Attention._relative_position_bucket(
+                positions[None, :] - positions[:, None], bidirectional=True,
+                num_buckets=self.config.relative_attention_num_buckets,
+                max_distance=self.config.relative_attention_max_distance,
+            )
+            # stored /10: Adam moves each parameter by ~lr per step whatever its gradient, so a
+            # plain scalar would need thousands of steps to reach a margin of a few nats
+            logits = logits + 10.0 * self.pointer_offset(bucket).squeeze(-1).to(logits.dtype)
+        # successors are kept tokens other than oneself; EOS may point to itself (nothing kept)
+        self_loop = torch.eye(length, dtype=torch.bool, device=s.device) & ~is_eos[:, :, None]
+        allowed = kept[:, None, :] & ~self_loop
+        return logits.masked_fill(~allowed, torch.finfo(logits.dtype).min)
+
+    def _decoder_states(self, s, order_positions, mask):
+        placed = (order_positions > 0).unsqueeze(-1).to(s.dtype)  # deleted tokens get no position
+        x = s + self.order_embedding(order_positions) * placed
+        return self.order_norm(self.order_layer(x, attention_mask=mask)[0])
+
+    def _marker_states(self, states, order_positions):
+        """Per marker p: the state of the token it inserts after (B, M, d), that state's key
+        (B, M, d) and whether p can occur (B, M); M = min(markers, input length). None without
+        pointed markers."""
+        if not self.config.marker_ids:
+            return None
+        batch, length, d = states.shape
+        count = min(len(self.config.marker_ids), length)
+        last = order_positions.max(1, keepdim=True).values  # EOS: n + 1, unique
+        # the token at each new position q = 0..count; q = 0 (marker 0, the start) is EOS too
+        rows, cols = ((order_positions > 0) & (order_positions <= count)).nonzero(as_tuple=True)
+        at = torch.zeros(batch, count + 1, dtype=torch.long, device=states.device)
+        at[rows, order_positions[rows, cols]] = cols
+        at[:, 0] = (order_positions == last).long().argmax(1)
+        gather = lambda index: states.gather(1, index[..., None].expand(batch, count, d))
+        marker_states = gather(at[:, :count])
+        keys = self.marker_key(marker_states)
+        if self.config.marker_gap:  # the token at new position p + 1 closes gap p (EOS: gap n)
+            keys = keys + self.marker_gap_key(gather(at[:, 1:]))
+        valid = torch.arange(count, device=states.device) < last  # p <= n
+        return marker_states, keys, valid
+
+    def _marker_tables(self, device):
+        """(marker token ids (M,), token id -> marker number or -1 (vocab,)); not buffers, which
+        loading from a checkpoint would leave uninitialised."""
+        if self._marker_lookup is None or self._marker_lookup[0].device != device:
+            ids = torch.tensor(self.config.marker_ids, device=device)
+            index = torch.full((self.config.vocab_size,), -1, dtype=torch.long, device=device)
+            index[ids] = torch.arange(len(ids), device=device)
+            self._marker_lookup = (ids, index)
+        return self._marker_lookup
+
+    def _insertion_embeds(self, ids, markers):
+        """Decoder inputs: token embeddings, plus for a pointed marker its kept token's state."""
+        embeds = self.shared(ids)
+        if markers is None:
+            return embeds
+        marker_states, _, valid = markers
+        p = self._marker_tables(ids.device)[1][ids]
+        p = p.masked_fill(p >= valid.shape[1], -1)  # teacher forcing only: decoding never emits one
+        pointed = marker_states.gather(1, p.clamp(min=0)[..., None].expand(*p.shape, embeds.shape[-1]))
+        return embeds + pointed * (p >= 0).unsqueeze(-1).to(embeds.dtype)
+
+    def _lm_logits(self, hidden, markers=None):
+        """Insertion logits (B, T, vocab); pointed markers' logits replaced (see above)."""
+        # T5 1.0 rescales before the tied output embedding
+        logits = self.lm_head(hidden * self.config.d_model**-0.5 if self.config.tie_word_embeddings else hidden)
+        if markers is None:
+            return logits
+        _, keys, valid = markers
+        scores = self.marker_query(hidden) @ keys.transpose(-1, -2) / self.config.d_model**0.5  # (B, T, M)
+        floor = torch.finfo(logits.dtype).min
+        marker_ids, count = self._marker_tables(logits.device)[0], valid.shape[1]
+        logits[..., marker_ids[:count]] = scores.masked_fill(~valid[:, None], floor).to(logits.dtype)
+        logits[..., marker_ids[count:]] = floor  # past the input: cannot occur
+        return logits
 
     def _shift_right(self, labels):
         shifted = labels.new_full(labels.shape, self.config.pad_token_id)
@@ -518,16 +385,21 @@ class EdiT5Model(T5PreTrainedModel):
             if insertion_labels is None:
                 raise ValueError("forward needs insertion_labels or decoder_input_ids")
             decoder_input_ids = self._shift_right(insertion_labels)
-        h, mask = self.encode(input_ids, attention_mask)
-        tag_logits = self.tagger(h, mask)
+        h, mask = self._encode(input_ids, attention_mask)
+        tag_logits = self._tag_logits(h, mask)
         if rows is not None:
             h, tag_logits, input_ids, attention_mask = h[rows], tag_logits[rows], input_ids[rows], attention_mask[rows]
             mask = None if mask is None else mask[rows]
         kept = tags == KEEP
-        s = self.tagger.tagged_states(h, tags.clamp(min=0))  # padding (IGNORE) embeds as DELETE
-        pointer_logits = self.pointer(s, mask, kept, input_ids == self.config.eos_token_id)
-        states, markers = self.insertion.states(s, order_positions, mask)
-        insertion_logits = self.insertion(decoder_input_ids, states, attention_mask, markers, self.shared)
+        s = self._tagged_states(h, tags.clamp(min=0))  # padding (IGNORE) embeds as DELETE
+        pointer_logits = self._pointer_logits(s, mask, kept, input_ids == self.config.eos_token_id)
+        states = self._decoder_states(s, order_positions, mask)
+        markers = self._marker_states(states, order_positions)
+        hidden = self.decoder(
+            inputs_embeds=self._insertion_embeds(decoder_input_ids, markers), encoder_hidden_states=states,
+            encoder_attention_mask=attention_mask,
+        ).last_hidden_state
+        insertion_logits = self._lm_logits(hidden, markers)
 
         parts = {
             "tag": (tags, tag_logits, self.config.tag_loss_weight),
@@ -602,29 +474,85 @@ class EdiT5Model(T5PreTrainedModel):
         is_eos = torch.zeros_like(valid)
         is_eos[rows, eos_position] = True
 
-        h, mask = self.encode(input_ids, attention_mask, encoder_hidden_states)
+        h, mask = self._encode(input_ids, attention_mask, encoder_hidden_states)
         keep_bias = self.config.keep_bias if keep_bias is None else keep_bias
         order_bias = self.config.order_bias if order_bias is None else order_bias
         stop_bias = self.config.stop_bias if stop_bias is None else stop_bias
-        tag_logits = self.tagger(h, mask)
+        tag_logits = self._tag_logits(h, mask)
         keep_margin = tag_logits[..., KEEP] - tag_logits[..., 1 - KEEP] + keep_bias
         kept = ((keep_margin > 0) & valid) | is_eos
-        s = self.tagger.tagged_states(h, kept.long())
-        order = decode_order(self.pointer(s, mask, kept, is_eos), kept, eos_position, order_bias)
+        s = self._tagged_states(h, kept.long())
+        order = decode_order(self._pointer_logits(s, mask, kept, is_eos), kept, eos_position, order_bias)
 
         order_positions = torch.zeros_like(input_ids)
         for b, row in enumerate(order):  # one scatter per row (not per token)
             order_positions[b, row] = torch.arange(1, len(row) + 1, device=input_ids.device)
             order_positions[b, eos_position[b]] = len(row) + 1
-        states, markers = self.insertion.states(s, order_positions, mask)
-        insertions = self.insertion.greedy(states, attention_mask, max_insertion_tokens, markers, self.shared,
-                                           stop_bias)
+        states = self._decoder_states(s, order_positions, mask)
+        markers = self._marker_states(states, order_positions)
+        insertions = self._greedy_insertions(states, attention_mask, max_insertion_tokens, markers, stop_bias)
 
         tags = kept.long().tolist()
         return [
             Edits(tags=tags[b][:n], order=order[b], insertions=insertions[b])
             for b, n in enumerate(eos_position.tolist())
         ]
+
+    def _greedy_insertions(self, states, attention_mask, max_tokens: int, markers=None,
+                           stop_bias: float = 0.0) -> list[list[int]]:
+        """Greedy decoding with a KV cache, calling the decoder's T5Blocks directly: per step,
+        T5Stack.forward rebuilds both masks and runs output-capturing wrappers, which costs as
+        much as the one layer's compute. Equal to the teacher-forced T5Stack pass (tested)."""
+        batch, eos, pad_id = states.shape[0], self.config.eos_token_id, self.config.pad_token_id
+        cache = EncoderDecoderCache(DynamicCache(), DynamicCache())  # cross-attention K/V once
+        cross_mask = create_bidirectional_mask(
+            config=self.decoder.config, inputs_embeds=states[:, :1], attention_mask=attention_mask,
+            encoder_hidden_states=states,
+        )
+        cross_bias = states.new_zeros(1, self.config.num_heads, 1, states.shape[1])  # T5: none
+        token = torch.full((batch, 1), self.config.decoder_start_token_id, device=states.device)
+        done = torch.zeros(batch, dtype=torch.bool, device=states.device)
+        out = []
+        for _ in range(max_tokens):
+            # one query over all cached keys needs no causal mask; block 0 adds the relative bias
+            hidden, self_bias = self._insertion_embeds(token, markers), None
+            for block in self.decoder.block:
+                hidden, self_bias, _ = block(
+                    hidden, position_bias=self_bias, encoder_hidden_states=states,
+                    encoder_attention_mask=cross_mask, encoder_decoder_position_bias=cross_bias,
+                    **{CACHE_ARG: cache},
+                )
+            hidden = self.decoder.final_layer_norm(hidden[:, -1:])
+            logits = self._lm_logits(hidden, markers)[:, 0]
+            if stop_bias:
+                logits[:, eos] += stop_bias
+            token = logits.argmax(-1).masked_fill(done, pad_id)
+            out.append(token)
+            done = done | (token == eos)
+            if bool(done.all()):
+                break
+            token = token[:, None]
+        result = []
+        for row in torch.stack(out, 1).tolist() if out else [[] for _ in range(batch)]:
+            result.append(row[: row.index(eos) + 1] if eos in row else row)
+        return result
+
+    def correct(
+        self, tok: PreTrainedTokenizerBase, texts: Sequence[str], batch_size: int = 32,
+        max_insertion_tokens: int = 64,
+    ) -> list[str]:
+        """Corrected texts: encode, generate_edits, realize, render (source characters kept)."""
+        markers, eos = marker_ids(tok), tok.eos_token_id
+        encoded = encode(tok, texts)
+        out = []
+        for start in range(0, len(encoded), batch_size):
+            chunk = encoded[start : start + batch_size]
+            ids = [e.ids + [eos] for e in chunk]
+            input_ids = pad(ids, tok.pad_token_id).to(self.device)
+            attention_mask = pad([[1] * len(i) for i in ids], 0).to(self.device)
+            for enc, edits in zip(chunk, self.generate_edits(input_ids, attention_mask, max_insertion_tokens)):
+                out.append(render(tok, enc, realize_aligned(enc.ids, edits, markers, eos)))
+        return out
 
     # -- initialisation from T5 --
 
@@ -655,10 +583,11 @@ class EdiT5Model(T5PreTrainedModel):
             model.shared.weight.copy_(t5.get_input_embeddings().weight)
             _copy_stack(t5.encoder, model.encoder)
             if getattr(t5, "decoder", None) is not None:
-                _copy_stack(t5.decoder, model.insertion.decoder)
+                _copy_stack(t5.decoder, model.decoder)
                 if not tied and not model.config.tie_word_embeddings:  # T5 1.1: its own lm head
-                    model.insertion.lm_head.weight.copy_(t5.lm_head.weight)
+                    model.lm_head.weight.copy_(t5.lm_head.weight)
         return model
+
 
     # -- the heads on a T5's encoder --
 
@@ -674,10 +603,10 @@ class EdiT5Model(T5PreTrainedModel):
         self.shared = t5.get_input_embeddings()
         self.encoder = t5.encoder
         if self.config.tie_word_embeddings:
-            self.insertion.lm_head.weight = self.shared.weight
+            self.lm_head.weight = self.shared.weight
 
     def _t5_parts(self) -> tuple[str, ...]:
-        return T5_PARTS + (("insertion.lm_head.",) if self.config.tie_word_embeddings else ())  # tied: T5's embedding
+        return T5_PARTS + (("lm_head.",) if self.config.tie_word_embeddings else ())  # tied: the T5's embedding
 
     @classmethod
     def on_t5(cls, t5: nn.Module, t5_encoder: str = "../t5", **overrides) -> "EdiT5Model":
