@@ -62,8 +62,7 @@ from editspec.decoding.decoder import exact_windows
 from editspec.decoding.modes import MODES, Edit5Mode, T5Mode, shares_vocabulary
 from editspec.errors import EditspecError
 from editspec.modeling import loading, quantization
-from editspec.modeling.loading import (load_edit5, quiet_transformers, resolve_device, resolve_models,
-                                       trained_length)
+from editspec.modeling.loading import load_edit5, resolve_device, resolve_models, trained_length
 from editspec.modeling.precision import resolve_dtype
 from editspec.modeling.t5 import load_t5
 from editspec.text import segment
@@ -183,16 +182,15 @@ class Corrector:
         dtype = resolve_dtype(dtype, dev, quantize)
         loaded: dict = {}
         uses = MODES[mode].mode.uses
-        with quiet_transformers():
-            if "t5" in uses and t5_path is not None:
-                loaded["t5"], loaded["t5_tokenizer"] = load_t5(t5_path, device=dev, dtype=dtype)
-            if "edit5" in uses and edit5_path is not None:  # on the T5's encoder, if its heads sit there
-                loaded["edit5"], loaded["edit5_tokenizer"] = load_edit5(edit5_path, dev, loaded.get("t5"), t5_path)
-                loaded["edit5"].to(dtype)
-            if quantize is not None:  # the T5 first: a shared encoder is then quantized once
-                for kind in ("t5", "edit5"):
-                    if kind in loaded:
-                        quantization.quantize(loaded[kind], quantize)
+        if "t5" in uses and t5_path is not None:
+            loaded["t5"], loaded["t5_tokenizer"] = load_t5(t5_path, device=dev, dtype=dtype)
+        if "edit5" in uses and edit5_path is not None:  # on the T5's encoder, if its heads sit there
+            loaded["edit5"], loaded["edit5_tokenizer"] = load_edit5(edit5_path, dev, loaded.get("t5"), t5_path)
+            loaded["edit5"].to(dtype)
+        if quantize is not None:  # the T5 first: a shared encoder is then quantized once
+            for kind in ("t5", "edit5"):
+                if kind in loaded:
+                    quantization.quantize(loaded[kind], quantize)
         return cls(mode, batch_size=batch_size, max_length=max_length, paths=paths,
                    max_edit_words=config.max_edit_words, rounds=config.rounds, spelling=config.spelling,
                    rescore=config.rescore, prefix=config.prefix, **loaded)

@@ -30,14 +30,16 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 import torch
-from transformers import PreTrainedTokenizerBase
 
 from editspec.tokenization.edits import KEEP, TooFewMarkers, convert
 from editspec.tokenization.tokens import encode, marker_ids
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 IGNORE = -100  # label value that CrossEntropyLoss(ignore_index=-100) skips
 

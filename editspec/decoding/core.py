@@ -35,15 +35,17 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import torch
-from transformers import T5ForConditionalGeneration
 
 from editspec.decoding.decoder import Decoder
 from editspec.decoding.drafters import Drafter
 from editspec.decoding.window import WindowPolicy
 from editspec.modeling import t5
+
+if TYPE_CHECKING:
+    from transformers import T5ForConditionalGeneration
 
 
 @dataclass

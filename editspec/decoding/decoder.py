@@ -20,14 +20,17 @@ two plain matmuls around an fp32 softmax, and a window's logits are single steps
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 import torch.nn.functional as F
 from torch.profiler import record_function
-from transformers import T5ForConditionalGeneration
-from transformers.models.t5.modeling_t5 import T5Attention
-
 from editspec.data.features import pad
 from editspec.modeling import t5
+from editspec.modeling.t5_layers import relative_position_bucket
+
+if TYPE_CHECKING:
+    from transformers import T5ForConditionalGeneration
 
 
 def exact_windows(model: T5ForConditionalGeneration) -> bool:
@@ -46,7 +49,7 @@ class Decoder:
         self.heads, self.d_kv = cfg.num_heads, cfg.d_kv
         self.start = cfg.decoder_start_token_id
         self.scale = cfg.d_model ** -0.5 if getattr(cfg, "scale_decoder_outputs", cfg.tie_word_embeddings) else 1.0
-        self.rel: T5Attention = self.blocks[0].layer[0].SelfAttention  # owns the relative bias table
+        self.rel = self.blocks[0].layer[0].SelfAttention  # owns the relative bias table
         kv = lambda n: [torch.zeros(slots, self.heads, n, self.d_kv, dtype=p.dtype, device=p.device)
                         for _ in self.blocks]
         self.k, self.v = kv(max_target), kv(max_target)  # self-attention: [slots, H, target, d_kv]
@@ -100,7 +103,7 @@ class Decoder:
         # self-attention bias [B, H, W, L]: relative position from each row's own positions
         qpos = start[:, None] + torch.arange(W, device=dev)  # [B, W]
         rel = torch.arange(L, device=dev) - qpos[:, :, None]  # [B, W, L] key - query
-        buckets = T5Attention._relative_position_bucket(
+        buckets = relative_position_bucket(
             rel, bidirectional=False, num_buckets=self.rel.relative_attention_num_buckets,
             max_distance=self.rel.relative_attention_max_distance)
         bias = self.rel.relative_attention_bias(buckets).permute(0, 3, 1, 2)  # [B, H, W, L]

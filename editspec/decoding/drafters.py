@@ -25,10 +25,9 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import torch
-from transformers import PreTrainedTokenizerBase
 
 from editspec.decoding.budgets import insertion_budget
 from editspec.decoding.edit5 import edits
@@ -36,6 +35,9 @@ from editspec.decoding.window import WindowPolicy
 from editspec.errors import EditspecError
 from editspec.tokenization.edits import realize
 from editspec.tokenization.tokens import encode, render_ids
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 
 class Drafter:

@@ -14,11 +14,14 @@ dearer) and kept on the model: once per process, before its first speculative pa
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import torch
-from transformers import T5ForConditionalGeneration
 
 from editspec.decoding.decoder import Decoder
+
+if TYPE_CHECKING:
+    from transformers import T5ForConditionalGeneration
 
 WIDTHS = (0, 1, 2, 4, 8, 16, 32, 48)  # 48: the cap on the remaining draft
 

@@ -130,11 +130,14 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
                 root = Path(model) if model else DEFAULT_MODEL
                 draft_dir = root / "t5-draft" if (root / "t5-draft" / "config.json").is_file() else None
             if draft_dir is not None and any(NEEDS[m][-1] == "t5-draft" for m in modes):
-                small, small_tok = load_t5(draft_dir, device=dev, dtype=torch_dtype)
+                small, small_tok = load_t5(draft_dir, device=dev, dtype=torch_dtype, transformers=True)
                 if corrector.t5_tokenizer is not None and small_tok.get_vocab() != corrector.t5_tokenizer.get_vocab():
                     raise EditspecError(f"the small T5 at {draft_dir} has another tokenizer than the T5")
+            hf_t5 = None  # transformers' generate (hf-*) runs on transformers' model of the same T5
+            if corrector.t5 is not None and any(m.startswith("hf-") for m in modes):
+                hf_t5, _ = load_t5(corrector.paths["t5"], device=dev, dtype=torch_dtype, transformers=True)
             if quantize is not None:  # the T5 first: a shared encoder is then quantized once
-                for m in (corrector.t5, corrector.edit5, small):
+                for m in (corrector.t5, corrector.edit5, small, hf_t5):
                     if m is not None:
                         quantization.quantize(m, quantize)
             peer, peer_why = None, None
@@ -143,7 +146,7 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
                 report["ctranslate2"] = peer_why or ct2_version()
             profiler = Profiler(corrector.t5, corrector.t5_tokenizer, corrector.edit5, corrector.edit5_tokenizer,
                                 small, gamma=gamma, prompt_lookup_tokens=prompt_lookup_tokens, ct2=peer,
-                                ct2_unavailable=peer_why)
+                                ct2_unavailable=peer_why, hf_t5=hf_t5)
             max_ids = min(n for _, n in corrector.limits)
             report["modes"], raw = profile_modes(profiler, sources, modes, batch_size, warmup, max_ids,
                                                  out if trace else None, progress=progress)

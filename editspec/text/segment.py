@@ -47,11 +47,12 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import NamedTuple, Sequence
-
-from transformers import PreTrainedTokenizerBase
+from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 from editspec.tokenization.tokens import encode
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 Span = tuple[int, int]
 
