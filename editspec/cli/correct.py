@@ -139,8 +139,11 @@ def _processes(args):
 
 
 def _formatted(corrector, block: list[Line], args, color: bool, progress) -> str:
-    """The output of ``block``'s lines in the chosen format."""
-    results = corrector.correct_detailed([line.text for line in block], progress=progress)
+    """The output of ``block``'s lines in the chosen format (text needs no edits: no line diffs)."""
+    texts = [line.text for line in block]
+    if args.format == "text":
+        return "".join(out + line.ending for line, out in zip(block, corrector.correct(texts, progress=progress)))
+    results = corrector.correct_detailed(texts, progress=progress)
     # jsonl: each edit with its ERRANT type and message (editspec.text.error_types)
     types = error_types.classify(results) if args.format == "jsonl" else [[]] * len(results)
     lines = []

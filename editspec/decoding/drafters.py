@@ -259,6 +259,25 @@ class DraftCosts:
         with self.lock:
             return {n: s / max(1, self.probed) for n, s in zip(self.names, self.seconds)}
 
+    def state(self) -> dict:
+        """What ``restore`` takes: the candidates, their summed seconds and the probes."""
+        with self.lock:
+            return {"names": list(self.names), "seconds": list(self.seconds), "probed": self.probed}
+
+    def restore(self, kept: dict | None) -> None:
+        """Start from costs an earlier process measured (``state``; ``decoding.measured`` keeps
+        them): their means, counted as at most ``probe`` probes, so that this process's own probes
+        still move them. Anything else (another candidate list, a damaged value) is ignored."""
+        try:
+            names, seconds, probed = kept["names"], [float(x) for x in kept["seconds"]], int(kept["probed"])
+        except (TypeError, KeyError, ValueError):
+            return
+        if names != self.names or len(seconds) != len(names) or probed <= 0 or min(seconds) < 0:
+            return
+        with self.lock:
+            count = min(probed, self.probe)
+            self.seconds, self.probed = [x / probed * count for x in seconds], count
+
 
 class Cheapest(Drafter):
     """Of several candidate drafters, the one that decodes these sentences fastest, measured.

@@ -7,8 +7,9 @@ w yields E(w) = (1 - α^(w+1)) / (1 - α) tokens. The policy picks the measured 
 tokens per second, E(w) / cost(w), α being the running acceptance of this call. For example,
 costs 10, 10.5, 11, 12, 14, 18 ms at w = 0, 1, 2, 4, 8, 16 and α = 0.9: E = 1, 1.9, 2.7, 4.1,
 6.1, 8.3 tokens, per ms 0.10, 0.18, 0.25, 0.34, 0.44, 0.46: w = 16. The costs are measured once
-per model, dtype and slot count (a few passes on a dummy sentence, widening until a token gets
-dearer) and kept on the model: once per process, before its first speculative pass.
+per machine, model shape, dtype, threads and slot count (a few passes on a dummy sentence, widening
+until a token gets dearer), kept in the cache (``decoding.measured``) for the next process and on
+the model for this one.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from editspec.decoding import measured
 from editspec.decoding.decoder import Decoder
 
 if TYPE_CHECKING:
@@ -38,10 +40,17 @@ class WindowPolicy:
 
     @classmethod
     def measured(cls, model: T5ForConditionalGeneration, slots: int) -> "WindowPolicy":
+        """The policy of ``model``'s pass costs at ``slots`` rows: kept on the model, else in the
+        cache (``measured``), else measured now and kept in both."""
         store = model.__dict__.setdefault("_editspec_pass_costs", {})
-        key = (slots, next(model.parameters()).dtype, str(model.device))
+        key = (slots, next(model.parameters()).dtype, str(model.device), torch.get_num_threads())
         if key not in store:
-            store[key] = measure(model, slots)
+            kept_key = {**measured.model_key(model), "slots": slots}
+            costs = _valid(measured.load("window", kept_key))
+            if costs is None:
+                costs = measure(model, slots)
+                measured.save("window", kept_key, {str(w): c for w, c in costs.items()})
+            store[key] = costs
         return cls(store[key])
 
     @property
@@ -63,6 +72,17 @@ class WindowPolicy:
     def update(self, accepted: int, proposed: int) -> None:
         self.accepted += accepted
         self.rejected += accepted < proposed
+
+
+def _valid(kept: dict | None) -> dict[int, float] | None:
+    """Kept costs as ``measure`` returns them, or None if they are not (a damaged or older file)."""
+    try:
+        costs = {int(w): float(c) for w, c in (kept or {}).items()}
+    except (TypeError, ValueError):
+        return None
+    if 0 not in costs or not set(costs) <= set(WIDTHS) or not all(c > 0 for c in costs.values()):
+        return None
+    return costs
 
 
 @torch.inference_mode()

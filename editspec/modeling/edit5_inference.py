@@ -44,6 +44,10 @@ class EdiT5Settings:
             setattr(self, key, values.get(key, default))
         self.is_gated_act, self.dense_act_fn = activation(self.feed_forward_proj)
 
+    def to_dict(self) -> dict:
+        """The settings, as a transformers config's ``to_dict`` lists them."""
+        return {"model_type": self.model_type, **vars(self)}
+
     @classmethod
     def from_pretrained(cls, path: str | os.PathLike) -> "EdiT5Settings":
         return cls(json.loads((Path(path) / "config.json").read_text(encoding="utf-8")))
@@ -110,6 +114,10 @@ class InferenceEdiT5(EdiT5Heads, nn.Module):
     @property
     def device(self) -> torch.device:
         return self.tag_classifier.weight.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.tag_classifier.weight.dtype
 
     # -- t5_layers' parts for the heads (``EdiT5Heads``) --
 

@@ -59,6 +59,10 @@ class T5Settings:
         self.tie_word_embeddings = True
         self.is_encoder_decoder = True
 
+    def to_dict(self) -> dict:
+        """The settings, as a transformers config's ``to_dict`` lists them."""
+        return {"model_type": self.model_type, **vars(self)}
+
     @classmethod
     def from_pretrained(cls, path: str | os.PathLike) -> "T5Settings":
         return cls(json.loads((Path(path) / "config.json").read_text(encoding="utf-8")))

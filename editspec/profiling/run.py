@@ -13,7 +13,6 @@ The number of CPU threads is fixed for the whole run.
 from __future__ import annotations
 
 import os
-import platform
 import time
 from pathlib import Path
 from typing import Sequence
@@ -22,6 +21,7 @@ import torch
 import transformers
 
 from editspec.corrector import Corrector
+from editspec.decoding.measured import device_name
 from editspec.errors import EditspecError
 from editspec.modeling.loading import DEFAULT_MODEL, quiet_transformers, resolve_device, resolve_models
 from editspec.modeling import quantization
@@ -38,21 +38,6 @@ from editspec.profiling.report import write_report
 from editspec.profiling.side_steps import time_rescoring, time_spelling
 from editspec.profiling.timed import CT2, TIMED
 from editspec.tokenization.tokens import load_tokenizer
-
-
-def device_name(device: torch.device) -> str:
-    """"cuda:0: NVIDIA H100 80GB HBM3", or the CPU's model name and cores."""
-    if device.type == "cuda":
-        return f"{device}: {torch.cuda.get_device_name(device)}"
-    name = platform.processor() or platform.machine()
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"cpu: {name} ({os.cpu_count()} cores)"
 
 
 def ct2_version() -> str:

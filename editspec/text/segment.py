@@ -144,7 +144,7 @@ def _cut(enc, max_tokens: int) -> list[Span]:
     return [span for span in spans if span is not None]
 
 
-def chunks(tok: PreTrainedTokenizerBase, text: str, max_tokens: int) -> list[Span]:
+def chunks(tok: PreTrainedTokenizerBase, text: str, max_tokens: int, memo: dict | None = None) -> list[Span]:
     """Spans of ``text`` (stripped) that each encode to at most ``max_tokens`` ids, except a
     single character that alone encodes to more (NFKC expands ``ﷺ`` to 4 words); the
     ``Corrector`` leaves such a span as it is."""
@@ -153,7 +153,7 @@ def chunks(tok: PreTrainedTokenizerBase, text: str, max_tokens: int) -> list[Spa
     whole = _strip(text, 0, len(text))
     if whole is None:
         return []
-    enc = encode(tok, [text[whole[0]:whole[1]]])[0]
+    enc = encode(tok, [text[whole[0]:whole[1]]], memo)[0]
     if len(enc.ids) <= max_tokens:
         return [whole]
     pieces = _cut(enc, max_tokens)
@@ -162,7 +162,7 @@ def chunks(tok: PreTrainedTokenizerBase, text: str, max_tokens: int) -> list[Spa
     out: list[Span] = []
     for a, b in pieces:
         # a piece may tokenize differently alone (a word's first piece gains "▁"): check it
-        out.extend((whole[0] + a + x, whole[0] + a + y) for x, y in chunks(tok, enc.text[a:b], max_tokens))
+        out.extend((whole[0] + a + x, whole[0] + a + y) for x, y in chunks(tok, enc.text[a:b], max_tokens, memo))
     return out
 
 
@@ -172,21 +172,22 @@ def segment(line: str, limits: Sequence[tuple[PreTrainedTokenizerBase, int]] = (
     return segment_lines([line], limits)[0]
 
 
-def segment_lines(lines: Sequence[str], limits: Sequence[tuple[PreTrainedTokenizerBase, int]] = ()
-                  ) -> list[list[Span]]:
-    """``segment`` for many lines, with one batched tokenizer call per limit and round."""
+def segment_lines(lines: Sequence[str], limits: Sequence[tuple[PreTrainedTokenizerBase, int]] = (),
+                  memo: dict | None = None) -> list[list[Span]]:
+    """``segment`` for many lines, with one batched tokenizer call per limit and round (``memo``:
+    encodings kept for the caller, as ``tokens.encode`` keeps them; a text is encoded once)."""
     spans = [sentences(line) for line in lines]
     for _ in range(3):  # a chunk cut for one tokenizer is rechecked for the others
         changed = False
         for tok, max_tokens in limits:
             flat = [(k, a, b) for k, line_spans in enumerate(spans) for a, b in line_spans]
-            encs = encode(tok, [lines[k][a:b] for k, a, b in flat])
+            encs = encode(tok, [lines[k][a:b] for k, a, b in flat], memo)
             out: list[list[Span]] = [[] for _ in lines]
             for (k, a, b), enc in zip(flat, encs):
                 if len(enc.ids) <= max_tokens:
                     out[k].append((a, b))
                 else:
-                    pieces = chunks(tok, lines[k][a:b], max_tokens)
+                    pieces = chunks(tok, lines[k][a:b], max_tokens, memo)
                     out[k].extend((a + x, a + y) for x, y in pieces)
                     changed |= pieces != [(0, b - a)]
             spans = out

@@ -138,7 +138,18 @@ def _literal_backend(tok: "PreTrainedTokenizerBase") -> Tokenizer:
         return _LITERAL[tok]
 
 
-def encode(tok: "PreTrainedTokenizerBase", texts: Sequence[str]) -> list[Encoded]:
+def encode(tok: "PreTrainedTokenizerBase", texts: Sequence[str], memo: dict | None = None) -> list[Encoded]:
+    """Each text's ``Encoded``. ``memo`` (a dict one caller keeps for one input, e.g. a
+    ``Corrector.correct`` call): texts encoded before with ``tok`` are not encoded again."""
+    if memo is None:
+        return _encode(tok, texts)
+    todo = list(dict.fromkeys(t for t in texts if (id(tok), t) not in memo))
+    for text, enc in zip(todo, _encode(tok, todo)):
+        memo[(id(tok), text)] = enc
+    return [memo[(id(tok), t)] for t in texts]
+
+
+def _encode(tok: "PreTrainedTokenizerBase", texts: Sequence[str]) -> list[Encoded]:
     encodings = _literal_backend(tok).encode_batch(list(texts), add_special_tokens=False)
     special, unk = special_ids(tok), tok.unk_token_id
     out = []
@@ -156,6 +167,14 @@ def encode(tok: "PreTrainedTokenizerBase", texts: Sequence[str]) -> list[Encoded
         ids = [unk if i in special else i for i in enc.ids]
         out.append(Encoded(text, ids, chars, spaces, text[cursor:]))
     return out
+
+
+def encode_ids(tok: "PreTrainedTokenizerBase", texts: Sequence[str]) -> list[list[int]]:
+    """``[e.ids for e in encode(tok, texts)]`` without the characters of each token (scoring
+    needs the ids alone)."""
+    special, unk = special_ids(tok), tok.unk_token_id
+    return [[unk if i in special else i for i in enc.ids]
+            for enc in _literal_backend(tok).encode_batch(list(texts), add_special_tokens=False)]
 
 
 def unreadable(tok: "PreTrainedTokenizerBase", source: Encoded) -> set[int]:
