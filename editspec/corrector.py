@@ -57,7 +57,7 @@ from typing import Callable, Iterator, Sequence
 import torch
 
 from editspec.config import CorrectorConfig
-from editspec.decoding import drafters, measured, rescoring
+from editspec.decoding import drafters, measured, rescoring, window
 from editspec.decoding.decoder import exact_windows
 from editspec.decoding.modes import MODES, Edit5Mode, T5Mode, shares_vocabulary
 from editspec.errors import EditspecError
@@ -246,6 +246,16 @@ class Corrector:
         return getattr(self, f"{self.output_kind}_tokenizer")
 
     # -- public API --
+
+    def prepare(self) -> None:
+        """Load now what a first call would (the spelling index; the pass costs of every slot
+        count ``batch_size`` allows, from the cache or measured): a server's first request is
+        then as fast as the next."""
+        if self.spelling:
+            load_speller()
+        if self.t5 is not None and self._mode.slotted:
+            for slots in range(1, self.batch_size + 1):
+                window.pass_costs(self.t5, slots)
 
     def correct(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> list[str]:
         """Corrected texts, one per input text; spacing between and around sentences is kept."""

@@ -8,8 +8,8 @@ tokens per second, E(w) / cost(w), α being the running acceptance of this call.
 costs 10, 10.5, 11, 12, 14, 18 ms at w = 0, 1, 2, 4, 8, 16 and α = 0.9: E = 1, 1.9, 2.7, 4.1,
 6.1, 8.3 tokens, per ms 0.10, 0.18, 0.25, 0.34, 0.44, 0.46: w = 16. The costs are measured once
 per machine, model shape, dtype, threads and slot count (a few passes on a dummy sentence, widening
-until a token gets dearer), kept in the cache (``decoding.measured``) for the next process and on
-the model for this one.
+until a token gets dearer), at powers of two of the slots (interpolated between), kept in the cache
+(``decoding.measured``) for the next process and on the model for this one.
 """
 
 from __future__ import annotations
@@ -40,18 +40,8 @@ class WindowPolicy:
 
     @classmethod
     def measured(cls, model: T5ForConditionalGeneration, slots: int) -> "WindowPolicy":
-        """The policy of ``model``'s pass costs at ``slots`` rows: kept on the model, else in the
-        cache (``measured``), else measured now and kept in both."""
-        store = model.__dict__.setdefault("_editspec_pass_costs", {})
-        key = (slots, next(model.parameters()).dtype, str(model.device), torch.get_num_threads())
-        if key not in store:
-            kept_key = {**measured.model_key(model), "slots": slots}
-            costs = _valid(measured.load("window", kept_key))
-            if costs is None:
-                costs = measure(model, slots)
-                measured.save("window", kept_key, {str(w): c for w, c in costs.items()})
-            store[key] = costs
-        return cls(store[key])
+        """The policy of ``model``'s pass costs at ``slots`` rows (``pass_costs``)."""
+        return cls(pass_costs(model, slots))
 
     @property
     def alpha(self) -> float:
@@ -72,6 +62,32 @@ class WindowPolicy:
     def update(self, accepted: int, proposed: int) -> None:
         self.accepted += accepted
         self.rejected += accepted < proposed
+
+
+def pass_costs(model: T5ForConditionalGeneration, slots: int) -> dict[int, float]:
+    """Seconds of a pass of ``slots`` rows per width. Measured at a power of two of slots (kept on
+    the model, else in the cache: ``measured``, else measured now and kept in both); between two
+    powers, interpolated on the widths both measured: a server's batches of any size cost at most
+    log2(max batch) + 1 measurements a machine."""
+    low = 1 << (max(1, slots).bit_length() - 1)
+    if low == slots:
+        return _costs_at(model, slots)
+    below, above = _costs_at(model, low), _costs_at(model, 2 * low)
+    share = (slots - low) / low
+    return {w: below[w] + share * (above[w] - below[w]) for w in below if w in above}
+
+
+def _costs_at(model: T5ForConditionalGeneration, slots: int) -> dict[int, float]:
+    store = model.__dict__.setdefault("_editspec_pass_costs", {})
+    key = (slots, next(model.parameters()).dtype, str(model.device), torch.get_num_threads())
+    if key not in store:
+        kept_key = {**measured.model_key(model), "slots": slots}
+        costs = _valid(measured.load("window", kept_key))
+        if costs is None:
+            costs = measure(model, slots)
+            measured.save("window", kept_key, {str(w): c for w, c in costs.items()})
+        store[key] = costs
+    return store[key]
 
 
 def _valid(kept: dict | None) -> dict[int, float] | None:

@@ -101,3 +101,17 @@ def test_corrector_keeps_its_draft_costs_for_the_next_process(cache, tmp_path, t
     assert second.draft_costs.probed == min(first.draft_costs.probed, second.draft_costs.probe)
     assert second.draft_costs.per_sentence() == pytest.approx(first.draft_costs.per_sentence())
     assert Corrector.from_pretrained(bundle, mode="t5").draft_costs.probed == 0  # no drafts: none kept
+
+
+def test_slot_counts_between_powers_of_two_are_interpolated(cache, monkeypatch):
+    calls = []
+
+    def measure(model, slots):
+        calls.append(slots)
+        return {0: float(slots), 1: 1.5 * slots, 2: 2.0 * slots} if slots < 8 else {0: float(slots), 1: 1.5 * slots}
+
+    monkeypatch.setattr(window, "measure", measure)
+    model = random_t5(0)
+    assert window.pass_costs(model, 6) == {0: 6.0, 1: 9.0}  # between 4 and 8, on the widths both have
+    assert window.pass_costs(model, 5) == {0: 5.0, 1: 7.5} and calls == [4, 8]
+    assert window.pass_costs(model, 1) == {0: 1.0, 1: 1.5, 2: 2.0} and calls == [4, 8, 1]
