@@ -35,6 +35,8 @@ paragraphs, paragraph split exactly right, one CPU thread; /tmp scratch benchmar
 All are far faster than any model (a CPU model corrects a few thousand chars/s), so speed does
 not decide. spaCy is already a dependency (ERRANT needs it) and maintained; pysbd is 5-10x
 slower and unreleased since 2021; sentencex would be a new dependency for the same accuracy.
+The pipeline runs without importing spaCy (``editspec.text.sentencizer``: its tokenizer's steps
+over its rules, the same sentences): spaCy's import cost ~0.7 s of every process.
 
 Chunks: a sentence longer than ``max_tokens`` (model ids, EOS excluded) is cut at the last
 clause punctuation followed by whitespace in the second half of the window, else at the last
@@ -49,6 +51,7 @@ import functools
 import re
 from typing import TYPE_CHECKING, NamedTuple, Sequence
 
+from editspec.text import sentencizer
 from editspec.tokenization.tokens import encode
 
 if TYPE_CHECKING:
@@ -59,18 +62,13 @@ Span = tuple[int, int]
 # A sentence starting like this continues the previous one (see the module docstring).
 _CONTINUES = re.compile(r"(?!i[\s'’])[a-z0-9,;:)\]}%]")
 _CLAUSE_END = (",", ";", ":", ")", "]", "}", ".", "!", "?", '"', "”", "’")
-# spaCy's tokenizer cost grows with the text: very long lines are windowed first.
+# the tokenizer's cost grows with the text: very long lines are windowed first.
 _WINDOW = 100_000
 
 
 @functools.lru_cache(maxsize=1)
-def _sentencizer():
-    import spacy
-
-    nlp = spacy.blank("en")
-    nlp.add_pipe("sentencizer")
-    nlp.max_length = 2 * _WINDOW
-    return nlp
+def _sentencizer() -> sentencizer.Sentencizer:
+    return sentencizer.load()
 
 
 def _strip(text: str, a: int, b: int) -> Span | None:
@@ -82,7 +80,7 @@ def _strip(text: str, a: int, b: int) -> Span | None:
 
 
 def _windows(line: str) -> list[Span]:
-    """Cut a huge line at whitespace into pieces spaCy takes in one go."""
+    """Cut a huge line at whitespace into pieces the sentencizer takes in one go."""
     out, a = [], 0
     while len(line) - a > _WINDOW:
         b = a + _WINDOW
@@ -105,8 +103,8 @@ def sentences(line: str) -> list[Span]:
         base = part.start()
         for w0, w1 in _windows(part.group()):
             w0, w1 = base + w0, base + w1
-            for sent in nlp(line[w0:w1]).sents:
-                span = _strip(line, w0 + sent.start_char, w0 + sent.end_char)
+            for a, b in nlp.sentences(line[w0:w1]):
+                span = _strip(line, w0 + a, w0 + b)
                 if span is None:
                     continue
                 if spans and spans[-1][1] > w0 and _CONTINUES.match(line, span[0]):
