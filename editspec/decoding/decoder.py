@@ -79,13 +79,15 @@ class Decoder:
         for s in slots:
             self.length[s] = 0
 
-    def forward(self, rows: list[int], feeds: list[list[int]]) -> torch.Tensor:
+    def forward(self, rows: list[int], feeds: list[list[int]], wanted: list[int] | None = None) -> torch.Tensor:
         """Logits [tokens, vocab] of the packed ``feeds`` (row i's tokens go to slot rows[i] at
-        positions length, length + 1, ...); each token's logits predict the token after it."""
+        positions length, length + 1, ...); each token's logits predict the token after it.
+        ``wanted``: only these packed positions' logits (the LM head is half a token's work; every
+        fed token still writes its keys and values)."""
         with record_function("editspec.decoding.pass"):
-            return self._forward(rows, feeds)
+            return self._forward(rows, feeds, wanted)
 
-    def _forward(self, rows: list[int], feeds: list[list[int]]) -> torch.Tensor:
+    def _forward(self, rows: list[int], feeds: list[list[int]], wanted: list[int] | None = None) -> torch.Tensor:
         dev, B, W = self.xmask.device, len(rows), max(map(len, feeds))
         # every pass attends over the whole cache (masked beyond each row's own keys): a softmax's
         # sum runs in an order that depends on its length, so a row's logits would otherwise
@@ -140,5 +142,7 @@ class Decoder:
             xv = self.xv[l][:, :, :S] if whole else self.xv[l][rows, :, :S]
             x = x + att.o(attend(att.q(h), xk, xv, xbias))
             x = ff(x)  # x + feed-forward(norm(x)), on real tokens only
+        if wanted is not None:  # rows are independent: the others' logits are not needed
+            x = x[torch.tensor(wanted, dtype=torch.long, device=dev)]
         x = self.model.decoder.final_layer_norm(x) * self.scale
-        return self.model.lm_head(x)  # [T, vocab]
+        return self.model.lm_head(x)  # [T or wanted, vocab]
