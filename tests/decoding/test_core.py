@@ -240,6 +240,7 @@ def test_window_policy_from_costs():
     assert WindowPolicy.fixed_size(3).size(32) == 3
     costs = measure(random_t5(0), 2, repeats=1)  # widening until a token gets dearer (timing: how far varies)
     assert list(costs) == list(WIDTHS[:len(costs)]) and len(costs) >= 2 and all(c > 0 for c in costs.values())
+    assert list(costs.values()) == sorted(costs.values())  # a wider pass costs no less (load only adds time)
 
 
 def test_drafter_count_must_match():
