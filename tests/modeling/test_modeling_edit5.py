@@ -11,7 +11,8 @@ from editspec.tokenization.edits import KEEP, Edits, realize
 from editspec.modeling.features import (
     collate_edit5, collate_t5, edit5_features, edit5_features_batch, edit5_features_from_ids, t5_features,
 )
-from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model, decode_order
+from editspec.modeling.edit5_heads import decode_order
+from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
 from editspec.modeling.tensors import IGNORE
 from editspec.tokenization.tokens import encode, marker_ids
 from tests.helpers import pairs
@@ -349,7 +350,7 @@ def test_confidence_biases_force_identity_edits(tokenizer):
     ends or never ends the insertions: the knobs work."""
     import torch as _torch
 
-    from editspec.modeling.modeling_edit5 import decode_order
+    from editspec.modeling.edit5_heads import decode_order
 
     logits = _torch.randn(3, 7, 7)
     kept = _torch.ones(3, 7, dtype=_torch.bool)
