@@ -19,7 +19,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from editspec.data.features import IGNORE, label_log_probs, pad
+from editspec.modeling.tensors import IGNORE, label_log_probs, pad
 from editspec.modeling.t5_layers import relative_position_bucket
 from editspec.tokenization.edits import DELETE, KEEP, Edits, realize_aligned
 from editspec.tokenization.tokens import encode, marker_ids, render

@@ -12,7 +12,7 @@ import torch
 from transformers import T5Config, T5ForConditionalGeneration
 from transformers.models.t5.modeling_t5 import T5Attention
 
-from editspec.data.features import collate_edit5, edit5_features_batch
+from editspec.modeling.features import collate_edit5, edit5_features_batch
 from editspec.decoding import core
 from editspec.modeling import edit5_inference, modeling_t5
 from editspec.modeling.configuration_edit5 import EdiT5Config

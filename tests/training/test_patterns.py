@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from editspec.data import features
+from editspec.modeling import features
 from editspec.errors import EditspecError
 from editspec.tokenization.tokens import load_tokenizer
 from training.data import pattern_table, synthetic_source
