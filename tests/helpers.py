@@ -209,12 +209,8 @@ S It was " great " ( really ) .
 
 
 def errant_from_pairs(sources: list[str], targets: list[str], retokenize: str = "changed"):
-    """An ``ErrantEvaluator`` whose gold edits ERRANT extracts from natural-text (source, target)
-    pairs (``errant_parallel -tok``), for tests that write their gold as text. Imported here, not at
-    the top: spaCy loads only for the tests that score."""
-    from editspec.evaluation.errant import ErrantEvaluator, _spacy_tokens, m2_block, parse_tokens
+    """``ErrantEvaluator.from_pairs``, imported here, not at the top: spaCy loads only for the tests
+    that score."""
+    from editspec.evaluation.errant import ErrantEvaluator
 
-    src, tgt = [_spacy_tokens(s) for s in sources], [_spacy_tokens(t) for t in targets]
-    docs = parse_tokens(src + tgt)
-    blocks = [m2_block(s, sd, t, td) for s, sd, t, td in zip(src, docs, tgt, docs[len(src):])]
-    return ErrantEvaluator(blocks, sources=sources, retokenize=retokenize)
+    return ErrantEvaluator.from_pairs(sources, targets, retokenize)

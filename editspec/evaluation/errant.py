@@ -238,6 +238,19 @@ class ErrantEvaluator:
                 ) -> ErrantEvaluator:
         return cls(m2.read_blocks(path, limit), retokenize=retokenize)
 
+    @classmethod
+    def from_pairs(cls, sources: Sequence[str], targets: Sequence[str], retokenize: str = "changed"
+                   ) -> ErrantEvaluator:
+        """Gold edits of natural-text (source, target) pairs, extracted by ERRANT from their spaCy
+        tokens (``errant_parallel -tok``): ``editspec correct --format m2`` writes them."""
+        src = [_spacy_tokens(s) for s in sources]
+        tgt = [_spacy_tokens(t) for t in targets]
+        docs = parse_tokens(src + tgt)
+        blocks = [m2_block(s, sd, t, td) for s, sd, t, td in zip(src, docs, tgt, docs[len(src):])]
+        evaluator = cls(blocks, sources=sources, retokenize=retokenize)
+        evaluator._source_docs = dict(enumerate(docs[:len(src)]))
+        return evaluator
+
     def __len__(self) -> int:
         return len(self.gold)
 
