@@ -267,7 +267,8 @@ class DraftCosts:
     def restore(self, kept: dict | None) -> None:
         """Start from costs an earlier process measured (``state``; ``decoding.measured`` keeps
         them): their means, counted as at most ``probe`` probes, so that this process's own probes
-        still move them. Anything else (another candidate list, a damaged value) is ignored."""
+        still move them; a clear pick counts as this period's probes taken (a process of a few
+        lines probes nothing). Anything else (another candidate list, a damaged value) is ignored."""
         try:
             names, seconds, probed = kept["names"], [float(x) for x in kept["seconds"]], int(kept["probed"])
         except (TypeError, KeyError, ValueError):
@@ -277,6 +278,8 @@ class DraftCosts:
         with self.lock:
             count = min(probed, self.probe)
             self.seconds, self.probed = [x / probed * count for x in seconds], count
+            if self._clear():  # this period's few probes were taken: the next at the next period
+                self.seen = self.settled
 
 
 class Cheapest(Drafter):

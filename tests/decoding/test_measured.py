@@ -77,7 +77,11 @@ def test_draft_costs_restore_as_means_of_few_probes():
     costs = drafters.DraftCosts(["edit5", "copy"], probe=32, settled=8)
     costs.restore({"names": ["edit5", "copy"], "seconds": [50.0, 10.0], "probed": 100})
     assert costs.probed == 32 and costs.per_sentence() == pytest.approx({"edit5": 0.5, "copy": 0.1})
-    assert costs.best == 1 and sum(costs.reserve(1024)) == 8  # clear from the start: fewer probes
+    assert costs.best == 1 and sum(costs.reserve(1016)) == 0  # clear: this period's probes count as taken
+    assert sum(costs.reserve(1024)) == 8  # the next period's first 8
+    close = drafters.DraftCosts(["edit5", "copy"], probe=32, settled=8)
+    close.restore({"names": ["edit5", "copy"], "seconds": [10.0, 11.0], "probed": 100})
+    assert sum(close.reserve(1024)) == 32  # not clear: probed as a new process would
     for broken in (None, {"names": ["copy", "edit5"], "seconds": [1, 2], "probed": 3},
                    {"names": ["edit5", "copy"], "seconds": [1], "probed": 3}, {"names": ["edit5", "copy"]},
                    {"names": ["edit5", "copy"], "seconds": ["x", 1], "probed": 3}):
