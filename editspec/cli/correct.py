@@ -278,9 +278,6 @@ def _formatted(corrector, block: list[Line], fmt: str, color: bool, progress: Pr
     """The output of ``block``'s lines in the chosen format, and how many lines changed."""
     texts = [line.text for line in block]
     update = progress.block(len(block), sum(map(len, texts)))
-    if fmt == "text":  # no edits needed: no line diffs, no ERRANT types
-        outputs = corrector.correct(texts, progress=update)
-        return "".join(o + line.ending for line, o in zip(block, outputs)), sum(o != t for o, t in zip(outputs, texts))
     # jsonl: each edit with its ERRANT type and message (editspec.text.error_types)
     results = corrector.correct_detailed(texts, progress=update, types=fmt == "jsonl")
     changed = sum(c.output != c.input for c in results)
