@@ -57,13 +57,12 @@ from typing import Callable, Iterator, Sequence
 import torch
 
 from editspec.config import CorrectorConfig
-from editspec.decoding import drafters, rescoring
+from editspec.decoding import drafters, measured, rescoring, window
 from editspec.decoding.decoder import exact_windows
 from editspec.decoding.modes import MODES, Edit5Mode, T5Mode, shares_vocabulary
 from editspec.errors import EditspecError
 from editspec.modeling import loading, quantization
-from editspec.modeling.loading import (load_edit5, quiet_transformers, resolve_device, resolve_models,
-                                       trained_length)
+from editspec.modeling.loading import load_edit5, resolve_device, resolve_models, trained_length
 from editspec.modeling.precision import resolve_dtype
 from editspec.modeling.t5 import load_t5
 from editspec.text import error_types, segment
@@ -114,8 +113,34 @@ class Corrector:
             self.max_ids.append((self.edit5_tokenizer, self._max_ids(max_length, "edit5")))
         # the drafter reads the verifier's ids when both share one vocabulary (the normal case)
         self.shared_vocab = shares_vocabulary(self.t5, self.t5_tokenizer, self.edit5, self.edit5_tokenizer)
-        # what each drafter has cost per sentence, measured on this corrector's sentences
-        self.draft_costs = drafters.DraftCosts(drafters.CANDIDATES)
+        # what each drafter has cost per sentence, measured on this corrector's sentences after what
+        # earlier processes measured with these models on this machine (``decoding.measured``)
+        self.draft_costs = self.fresh_draft_costs()
+
+    def _drafts_key(self) -> dict | None:
+        """The key of the kept draft costs (``decoding.measured``), where the speculative mode
+        measures them (EdiT5 reading T5's ids: ``drafters.Cheapest``); else None."""
+        if self.mode != "speculative" or not self.shared_vocab:
+            return None
+        return {"t5": measured.model_key(self.t5, weights=True), "edit5": measured.model_key(self.edit5, weights=True),
+                "slots": self.batch_size}
+
+    def fresh_draft_costs(self) -> drafters.DraftCosts:
+        """Draft costs as a new process starts them: from those kept for these models, if any."""
+        costs = drafters.DraftCosts(drafters.CANDIDATES)
+        key = self._drafts_key()
+        if key is not None:
+            costs.restore(measured.load("drafts", key))
+        self._kept_probes = costs.probed
+        return costs
+
+    def _keep_draft_costs(self) -> None:
+        """Keep the draft costs for the next process once this one has probed more."""
+        key = self._drafts_key() if self.draft_costs.probed != self._kept_probes else None
+        if key is not None:
+            state = self.draft_costs.state()
+            measured.save("drafts", key, state)
+            self._kept_probes = state["probed"]
 
     def _max_ids(self, max_length: int | None, kind: str) -> int:
         length = max_length or trained_length(self.paths.get(kind)) or DEFAULT_MAX_LENGTH
@@ -181,16 +206,15 @@ class Corrector:
         dtype = resolve_dtype(dtype, dev, quantize)
         loaded: dict = {}
         uses = MODES[mode].mode.uses
-        with quiet_transformers():
-            if "t5" in uses and t5_path is not None:
-                loaded["t5"], loaded["t5_tokenizer"] = load_t5(t5_path, device=dev, dtype=dtype)
-            if "edit5" in uses and edit5_path is not None:  # on the T5's encoder, if its heads sit there
-                loaded["edit5"], loaded["edit5_tokenizer"] = load_edit5(edit5_path, dev, loaded.get("t5"), t5_path)
-                loaded["edit5"].to(dtype)
-            if quantize is not None:  # the T5 first: a shared encoder is then quantized once
-                for kind in ("t5", "edit5"):
-                    if kind in loaded:
-                        quantization.quantize(loaded[kind], quantize)
+        if "t5" in uses and t5_path is not None:
+            loaded["t5"], loaded["t5_tokenizer"] = load_t5(t5_path, device=dev, dtype=dtype)
+        if "edit5" in uses and edit5_path is not None:  # on the T5's encoder, if its heads sit there
+            loaded["edit5"], loaded["edit5_tokenizer"] = load_edit5(edit5_path, dev, loaded.get("t5"), t5_path)
+            loaded["edit5"].to(dtype)
+        if quantize is not None:  # the T5 first: a shared encoder is then quantized once
+            for kind in ("t5", "edit5"):
+                if kind in loaded:
+                    quantization.quantize(loaded[kind], quantize)
         return cls(mode, batch_size=batch_size, max_length=max_length, paths=paths,
                    max_edit_words=config.max_edit_words, rounds=config.rounds, spelling=config.spelling,
                    rescore=config.rescore, prefix=config.prefix, **loaded)
@@ -221,15 +245,26 @@ class Corrector:
 
     # -- public API --
 
+    def prepare(self) -> None:
+        """Load now what a first call would (the spelling index; the pass costs of every slot
+        count ``batch_size`` allows, from the cache or measured): a server's first request is
+        then as fast as the next."""
+        if self.spelling:
+            load_speller()
+        if self.t5 is not None and self._mode.slotted:
+            for slots in range(1, self.batch_size + 1):
+                window.pass_costs(self.t5, slots)
+
     def correct(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> list[str]:
         """Corrected texts, one per input text; spacing between and around sentences is kept."""
         if isinstance(texts, str):
             raise TypeError("correct() takes a list of texts, not one string")
+        memo: dict = {}  # each text tokenized once: segmenting's encodings serve the round's
         with self.timings("segment"):
-            spans = segment.segment_lines(texts, self.limits)
+            spans = segment.segment_lines(texts, self.limits, memo)
             units = segment.unit_texts(texts, spans)
             places = segment.places(texts, spans)
-        outputs = self.correct_units(units, progress, places)
+        outputs = self.correct_units(units, progress, places, memo)
         with self.timings("rejoin"):
             return segment.rejoin_lines(texts, spans, outputs)
 
@@ -249,17 +284,18 @@ class Corrector:
     # -- batches --
 
     def correct_units(self, units: Sequence[str], progress: Callable[[int], None] | None = None,
-                      places: Sequence[segment.Place] | None = None) -> list[str]:
+                      places: Sequence[segment.Place] | None = None, memo: dict | None = None) -> list[str]:
         """The units after the last of ``rounds`` rounds (see ``correct_rounds``)."""
         out = list(units)
-        for out in self.correct_rounds(units, progress, places):
+        for out in self.correct_rounds(units, progress, places, memo):
             pass
         return out
 
     def correct_rounds(self, units: Sequence[str], progress: Callable[[int], None] | None = None,
-                       places: Sequence[segment.Place] | None = None) -> Iterator[list[str]]:
+                       places: Sequence[segment.Place] | None = None, memo: dict | None = None) -> Iterator[list[str]]:
         """All units after each of the ``rounds`` rounds (after spelling, if on; ``places`` as in
-        ``spelling.respell_all``, from ``segment.places``).
+        ``spelling.respell_all``, from ``segment.places``; ``memo``: encodings made already, as
+        ``tokens.encode`` keeps them).
 
         A round corrects again only the units the round before changed (so once none changed,
         the rest cost nothing): a one-pass model often fixes an error only once the one beside
@@ -273,10 +309,11 @@ class Corrector:
                 units = respell_all(units, places)
         out = list(units)
         todo = list(range(len(units)))
+        memo = {} if memo is None else memo
         for round_ in range(self.rounds):
             if round_:
                 self.timings.next_round()
-            fixed = self._correct_round([out[i] for i in todo], progress if round_ == 0 else None)
+            fixed = self._correct_round([out[i] for i in todo], progress if round_ == 0 else None, memo)
             out, changed = list(out), []  # a new list: the one yielded before stays as it was
             for i, text in zip(todo, fixed):
                 if text != out[i]:
@@ -284,15 +321,17 @@ class Corrector:
                     changed.append(i)
             todo = changed
             yield out
+        self._keep_draft_costs()
 
-    def _correct_round(self, units: Sequence[str], progress: Callable[[int], None] | None) -> list[str]:
+    def _correct_round(self, units: Sequence[str], progress: Callable[[int], None] | None,
+                       memo: dict) -> list[str]:
         # the T5 reads the prefix as part of its source; rendering copies only what it outputs
         prefix = self.prefix if self.t5 is not None else ""
         with self.timings("tokenize"):
-            encoded = encode(self.tokenizer, [prefix + u for u in units])
+            encoded = encode(self.tokenizer, [prefix + u for u in units], memo)
             fits = [len(e.ids) <= self.max_ids[0][1] for e in encoded]  # the prefix included
             for tok, max_ids in self.max_ids[1:]:
-                fits = [f and len(e.ids) <= max_ids for f, e in zip(fits, encode(tok, units))]
+                fits = [f and len(e.ids) <= max_ids for f, e in zip(fits, encode(tok, units, memo))]
         out: list[str] = list(units)
         # longest first; a unit over the limit (one character that NFKC makes many tokens) stays
         order = sorted((i for i in range(len(units)) if fits[i]), key=lambda i: -len(encoded[i].ids))

@@ -13,27 +13,24 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from types import SimpleNamespace
 from typing import Any, Sequence
 
 import torch
 from rapidfuzz.distance import Indel
 
+from editspec.modeling.tensors import pad
 from editspec.data.m2 import read_blocks
 from editspec.data.corpora import evenly_spaced
-from editspec.decoding import modes
 from editspec.decoding.core import greedy
 from editspec.evaluation.run import evaluate as evaluate_corrections
 from editspec.evaluation.stats import detection_auc
 from editspec.modeling.modeling_edit5 import tag_margins
-from editspec.modeling.tensors import pad
 from editspec.text.spelling import respell_all
-from editspec.tokenization.tokens import encode, marker_ids, render_ids
+from editspec.tokenization.tokens import encode, render_ids
 from training.models import ModelKind, component_losses
 
 TOKEN = re.compile(r"\w+(?:['’.-]\w+)*|'\w+|\S", re.UNICODE)  # words (with inner ' . -), clitics, marks
 DECODE_ROWS = 256  # sentences per greedy batch
-EDIT5_ROWS = 32  # sentences per EdiT5 call (its outputs do not depend on the batch)
 
 
 def words(text: str) -> list[str]:
@@ -79,10 +76,8 @@ def correct_fn_for(net, kind: ModelKind, tok, max_length: int, respell: bool = F
     """list[str] -> list[str] with the model being trained (greedy), for ``editspec.evaluation``;
     with ``respell``, after the spelling step (``editspec.text.spelling``)."""
     def correct_rows(texts: list[str]) -> list[str]:
-        if kind.name == "edit5":  # the corrector's EdiT5 decode (insertion budgets included)
-            models = SimpleNamespace(edit5=net, edit5_tokenizer=tok, markers=marker_ids(tok), device=net.device)
-            encoded = encode(tok, texts)
-            return modes.EDIT5.render(models, encoded, modes.EDIT5.run(models, encoded, EDIT5_ROWS)[0])
+        if kind.name == "edit5":
+            return net.correct(tok, texts)
         encoded = encode(tok, texts)
         rows = [e.ids[: max_length - 1] + [tok.eos_token_id] for e in encoded]
         ids = pad(rows, tok.pad_token_id).to(net.device)

@@ -66,7 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help, --version (0); a usage error, said in one line (2)
+        return e.code if isinstance(e.code, int) else 2
     try:
         if args.threads is not None and args.threads < 1:
             raise EditspecError("--threads must be 1 or more")

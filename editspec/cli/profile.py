@@ -8,6 +8,8 @@ The flags become the plain arguments of ``editspec.profiling.run.profile``::
         --batch-size 16 --threads 1 --out runs/prof     # against CTranslate2, and where correct's time goes
     editspec profile --data dev.m2 --limit 500 --seed 0 --modes none --end-to-end --batch-size 32 \
         --threads 2 --out runs/e2e                      # correct's whole path vs --mode t5 and CTranslate2
+    editspec profile --data dev.m2 --processes --sizes 1 500 2000 --threads 2 --out runs/processes
+                                                        # whole processes, start to exit (the README's table)
 
 ``--modes`` and ``--gamma`` are checked before torch loads, so a bad one fails at once with one
 line; the profiling modules (torch, transformers, matplotlib) load only when the command runs.
@@ -16,6 +18,7 @@ line; the profiling modules (torch, transformers, matplotlib) load only when the
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -50,6 +53,14 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="also time editspec correct's path on the sentences as lines (the bundle's mode and "
                         "settings, --batch-size) against the same with --mode t5 and against CTranslate2's "
                         "bare fp32 greedy decoding of the same lines, taking turns 3 times")
+    p.add_argument("--processes", action="store_true",
+                   help="time whole processes instead, start to exit: editspec correct (the bundle's defaults), "
+                        "--mode t5 and a CTranslate2 script on the first --sizes lines, taking turns --turns times "
+                        "(profiling/processes.py; writes processes.json and processes.md)")
+    p.add_argument("--sizes", type=int, nargs="+", default=[1, 500, 2000], help="lines per process (--processes)")
+    p.add_argument("--turns", type=int, default=3, help="turns of each process and size (--processes)")
+    p.add_argument("--cold", action="store_true",
+                   help="also time one process with an empty cache: a first process on a machine (--processes)")
     p.add_argument("--trace", action="store_true",
                    help="write a torch.profiler chrome trace of one batch per mode (trace-MODE.json)")
     p.add_argument("--t5-draft", default=None,
@@ -83,6 +94,8 @@ def _gamma(value: str) -> int | str:
 def run_profile(args: argparse.Namespace) -> int:
     if getattr(args, "mode", None):
         raise EditspecError("profile times several modes: use --modes")
+    if args.processes:
+        return run_processes(args)
     modes = check_modes(args.modes or MODES) if set(args.modes or ()) != {"none"} else []
     gamma = _gamma(args.gamma)
     from editspec.profiling.run import profile  # torch: only once the flags are known to be good
@@ -96,4 +109,25 @@ def run_profile(args: argparse.Namespace) -> int:
             options=options, progress=sys.stderr.isatty())
     out = Path(args.out)
     print(f"wrote {out / 'report.json'}, {out / 'report.md'} and plots", file=sys.stderr)
+    return 0
+
+
+def run_processes(args: argparse.Namespace) -> int:
+    """``--processes``: whole processes, no models loaded here (``profiling.processes``)."""
+    if args.turns < 1 or min(args.sizes) < 1:
+        raise EditspecError("--turns and --sizes must be 1 or more")
+    from editspec.profiling.processes import markdown, processes
+
+    threads = args.threads or 2
+    extra = [*(("--dtype", args.dtype) if args.dtype else ()), *(("--quantize", args.quantize) if args.quantize else ())]
+    report = processes(args.data, args.sizes, args.turns, threads, model=args.model, model_args=extra,
+                       ct2_cache=args.ct2_cache, cold=args.cold, progress=sys.stderr.isatty())
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise EditspecError(f"--out {out} is not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "processes.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    (out / "processes.md").write_text("\n".join(markdown(report)), encoding="utf-8")
+    print("\n".join(markdown(report)))
+    print(f"wrote {out / 'processes.json'} and {out / 'processes.md'}", file=sys.stderr)
     return 0

@@ -87,11 +87,9 @@ def run_serve(args) -> int:
     # imported here, not at the top: bad options fail before seconds of torch
     from editspec.cli.model_options import corrector_from_args
     from editspec.text import error_types
-    from editspec.text.spelling import load_speller
 
     corrector = corrector_from_args(args)
-    if corrector.spelling:
-        load_speller()
+    corrector.prepare()  # the spelling index, the pass costs of every batch size (kept per machine)
     error_types.annotator()
     corrector.correct_detailed(["Warm up."])  # first-call costs (kernels, caches) before the port opens
     info = {"mode": corrector.mode, "device": str(corrector.device), "pid": os.getpid(), "max_chars": args.max_chars,

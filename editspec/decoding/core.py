@@ -35,15 +35,17 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import torch
-from transformers import T5ForConditionalGeneration
 
 from editspec.decoding.decoder import Decoder
 from editspec.decoding.drafters import Drafter
 from editspec.decoding.window import WindowPolicy
 from editspec.modeling import t5
+
+if TYPE_CHECKING:
+    from transformers import T5ForConditionalGeneration
 
 
 @dataclass
@@ -59,6 +61,7 @@ class SpecStats:
     # with ``generate(scores=True)``: log P(tokens generated, EOS included | source) per sentence,
     # summed token by token as ``score`` sums a teacher-forced pair (the same logits: the same number)
     log_probs: list[float] | None = None
+    token_log_probs: list[list[float]] | None = None  # the same, token by token (rescoring reuses a prefix's)
     widths: tuple[int, int] = (0, 0)  # the decoder's cache widths (source, target): ``score``'s ``widths``
 
     @classmethod
@@ -137,6 +140,7 @@ def generate(
     out: list[list[int]] = [[] for _ in range(n)]
     stats = SpecStats.empty(n)
     stats.log_probs = [0.0] * n if scores else None
+    stats.token_log_probs = [[] for _ in range(n)] if scores else None
     slots = max(1, min(slots, n))
     if drafter is not None:
         drafter.prepare([list(s[:-1]) if s and s[-1] == eos else list(s) for s in sources], eos)
@@ -255,21 +259,27 @@ def add_scores(stats: SpecStats, logits: torch.Tensor, emitted: list[tuple[int, 
     values = iter(t5.token_log_probs(logits[positions], [t for _, _, new in emitted for t in new]))
     for i, _, new in emitted:
         for _ in new:
-            stats.log_probs[i] += next(values)
+            value = next(values)
+            stats.log_probs[i] += value
+            stats.token_log_probs[i].append(value)
 
 
 @torch.inference_mode()
 def score(model: T5ForConditionalGeneration, sources: Sequence[Sequence[int]],
-          targets: Sequence[Sequence[int]], slots: int = 64, widths: tuple[int, int] = (0, 0)) -> list[float]:
+          targets: Sequence[Sequence[int]], slots: int = 64, widths: tuple[int, int] = (0, 0),
+          given: Sequence[Sequence[float]] | None = None) -> list[float]:
     """log P(target | source) per pair (both ids ending in EOS), teacher-forced: each target is one
     window (start token + target) in a slot of the core's decoder. At a decode's cache ``widths``
     (``SpecStats.widths``; wider if a pair needs it) its logits are those that decode computes for
     the same tokens (bit for bit where ``decoder.exact_windows``) and the sum is
-    ``generate(scores=True)``'s. ``slots`` pairs a pass, similar lengths together, each distinct
-    source encoded once per pass."""
+    ``generate(scores=True)``'s. ``given``: per pair, the log P of its first tokens, known already
+    (a decode's, for a target that begins as its output): those tokens are fed, their logits not
+    computed, and the sum adds the given values first, as it would have added them. ``slots``
+    pairs a pass, similar lengths together, each distinct source encoded once per pass."""
     out = [0.0] * len(targets)
     if not targets:
         return out
+    given = given or [()] * len(targets)
     order = sorted(range(len(targets)), key=lambda i: (len(sources[i]), len(targets[i])))
     slots = min(slots, len(order))
     dec = Decoder(model, slots, max(widths[0], *map(len, sources)), max(widths[1], *map(len, targets)))
@@ -281,10 +291,18 @@ def score(model: T5ForConditionalGeneration, sources: Sequence[Sequence[int]],
         which = torch.tensor([index[tuple(sources[i])] for i in chunk], device=hidden.device)
         rows = list(range(len(chunk)))
         dec.admit(rows, mask[which], hidden[which])
-        logits = dec.forward(rows, [[dec.start, *targets[i][:-1]] for i in chunk])  # [T, vocab]
-        values = iter(t5.token_log_probs(logits, [t for i in chunk for t in targets[i]]))
+        # the packed positions whose logits are new: each pair's tokens after its given ones
+        wanted, offset = [], 0
         for i in chunk:
-            for _ in targets[i]:
+            wanted += range(offset + len(given[i]), offset + len(targets[i]))
+            offset += len(targets[i])
+        logits = dec.forward(rows, [[dec.start, *targets[i][:-1]] for i in chunk],
+                             None if len(wanted) == offset else wanted)  # [new tokens, vocab]
+        values = iter(t5.token_log_probs(logits, [t for i in chunk for t in targets[i][len(given[i]):]]))
+        for i in chunk:
+            for value in given[i]:
+                out[i] += value
+            for _ in targets[i][len(given[i]):]:
                 out[i] += next(values)
     return out
 

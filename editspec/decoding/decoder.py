@@ -20,14 +20,17 @@ two plain matmuls around an fp32 softmax, and a window's logits are single steps
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 import torch.nn.functional as F
 from torch.profiler import record_function
-from transformers import T5ForConditionalGeneration
-from transformers.models.t5.modeling_t5 import T5Attention
-
 from editspec.modeling.tensors import pad
 from editspec.modeling import t5
+from editspec.modeling.t5_layers import relative_position_bucket
+
+if TYPE_CHECKING:
+    from transformers import T5ForConditionalGeneration
 
 
 def exact_windows(model: T5ForConditionalGeneration) -> bool:
@@ -46,7 +49,7 @@ class Decoder:
         self.heads, self.d_kv = cfg.num_heads, cfg.d_kv
         self.start = cfg.decoder_start_token_id
         self.scale = cfg.d_model ** -0.5 if getattr(cfg, "scale_decoder_outputs", cfg.tie_word_embeddings) else 1.0
-        self.rel: T5Attention = self.blocks[0].layer[0].SelfAttention  # owns the relative bias table
+        self.rel = self.blocks[0].layer[0].SelfAttention  # owns the relative bias table
         kv = lambda n: [torch.zeros(slots, self.heads, n, self.d_kv, dtype=p.dtype, device=p.device)
                         for _ in self.blocks]
         self.k, self.v = kv(max_target), kv(max_target)  # self-attention: [slots, H, target, d_kv]
@@ -76,13 +79,15 @@ class Decoder:
         for s in slots:
             self.length[s] = 0
 
-    def forward(self, rows: list[int], feeds: list[list[int]]) -> torch.Tensor:
+    def forward(self, rows: list[int], feeds: list[list[int]], wanted: list[int] | None = None) -> torch.Tensor:
         """Logits [tokens, vocab] of the packed ``feeds`` (row i's tokens go to slot rows[i] at
-        positions length, length + 1, ...); each token's logits predict the token after it."""
+        positions length, length + 1, ...); each token's logits predict the token after it.
+        ``wanted``: only these packed positions' logits (the LM head is half a token's work; every
+        fed token still writes its keys and values)."""
         with record_function("editspec.decoding.pass"):
-            return self._forward(rows, feeds)
+            return self._forward(rows, feeds, wanted)
 
-    def _forward(self, rows: list[int], feeds: list[list[int]]) -> torch.Tensor:
+    def _forward(self, rows: list[int], feeds: list[list[int]], wanted: list[int] | None = None) -> torch.Tensor:
         dev, B, W = self.xmask.device, len(rows), max(map(len, feeds))
         # every pass attends over the whole cache (masked beyond each row's own keys): a softmax's
         # sum runs in an order that depends on its length, so a row's logits would otherwise
@@ -100,7 +105,7 @@ class Decoder:
         # self-attention bias [B, H, W, L]: relative position from each row's own positions
         qpos = start[:, None] + torch.arange(W, device=dev)  # [B, W]
         rel = torch.arange(L, device=dev) - qpos[:, :, None]  # [B, W, L] key - query
-        buckets = T5Attention._relative_position_bucket(
+        buckets = relative_position_bucket(
             rel, bidirectional=False, num_buckets=self.rel.relative_attention_num_buckets,
             max_distance=self.rel.relative_attention_max_distance)
         bias = self.rel.relative_attention_bias(buckets).permute(0, 3, 1, 2)  # [B, H, W, L]
@@ -137,5 +142,7 @@ class Decoder:
             xv = self.xv[l][:, :, :S] if whole else self.xv[l][rows, :, :S]
             x = x + att.o(attend(att.q(h), xk, xv, xbias))
             x = ff(x)  # x + feed-forward(norm(x)), on real tokens only
+        if wanted is not None:  # rows are independent: the others' logits are not needed
+            x = x[torch.tensor(wanted, dtype=torch.long, device=dev)]
         x = self.model.decoder.final_layer_norm(x) * self.scale
-        return self.model.lm_head(x)  # [T, vocab]
+        return self.model.lm_head(x)  # [T or wanted, vocab]

@@ -25,10 +25,9 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import torch
-from transformers import PreTrainedTokenizerBase
 
 from editspec.decoding.budgets import insertion_budget
 from editspec.decoding.edit5 import edits
@@ -36,6 +35,9 @@ from editspec.decoding.window import WindowPolicy
 from editspec.errors import EditspecError
 from editspec.tokenization.edits import realize
 from editspec.tokenization.tokens import encode, render_ids
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 
 class Drafter:
@@ -256,6 +258,28 @@ class DraftCosts:
         """Mean seconds per probed sentence, by candidate name."""
         with self.lock:
             return {n: s / max(1, self.probed) for n, s in zip(self.names, self.seconds)}
+
+    def state(self) -> dict:
+        """What ``restore`` takes: the candidates, their summed seconds and the probes."""
+        with self.lock:
+            return {"names": list(self.names), "seconds": list(self.seconds), "probed": self.probed}
+
+    def restore(self, kept: dict | None) -> None:
+        """Start from costs an earlier process measured (``state``; ``decoding.measured`` keeps
+        them): their means, counted as at most ``probe`` probes, so that this process's own probes
+        still move them; a clear pick counts as this period's probes taken (a process of a few
+        lines probes nothing). Anything else (another candidate list, a damaged value) is ignored."""
+        try:
+            names, seconds, probed = kept["names"], [float(x) for x in kept["seconds"]], int(kept["probed"])
+        except (TypeError, KeyError, ValueError):
+            return
+        if names != self.names or len(seconds) != len(names) or probed <= 0 or min(seconds) < 0:
+            return
+        with self.lock:
+            count = min(probed, self.probe)
+            self.seconds, self.probed = [x / probed * count for x in seconds], count
+            if self._clear():  # this period's few probes were taken: the next at the next period
+                self.seen = self.settled
 
 
 class Cheapest(Drafter):

@@ -51,15 +51,33 @@ class Known:
 
     log_probs: dict[tuple[tuple[int, ...], tuple[int, ...]], float] = field(default_factory=dict)
     widths: tuple[int, int] = (0, 0)
+    # source -> (output, log P of each of its tokens): a variant that begins as the output has
+    # those tokens' values already (``prefix``)
+    tokens: dict[tuple[int, ...], list[tuple[tuple[int, ...], list[float]]]] = field(default_factory=dict)
 
     def record(self, sources: Sequence[Sequence[int]], outputs: Sequence[Sequence[int]], stats: core.SpecStats,
                eos: int) -> None:
         """A ``generate(scores=True)`` call's scores: ``sources`` its rows' ids without EOS, ``outputs``
         what it returned; an output cut by its budget (no EOS) is not a pair rescoring looks up."""
-        for source, output, n, log_p in zip(sources, outputs, stats.tokens, stats.log_probs):
+        for source, output, n, log_p, values in zip(sources, outputs, stats.tokens, stats.log_probs,
+                                                     stats.token_log_probs):
             if n == len(output) + 1:  # ended with EOS
-                self.log_probs[(tuple(source) + (eos,), tuple(output) + (eos,))] = log_p
+                key = (tuple(source) + (eos,), tuple(output) + (eos,))
+                self.log_probs[key] = log_p
+                self.tokens.setdefault(key[0], []).append((key[1], values))
         self.widths = tuple(map(max, self.widths, stats.widths))
+
+    def prefix(self, source: tuple[int, ...], target: tuple[int, ...]) -> list[float]:
+        """The decode's log P of ``target``'s first tokens, as many as it shares with an output of
+        ``source`` (the longest such): its logits there are that output's, bit for bit."""
+        best: list[float] = []
+        for output, values in self.tokens.get(source, ()):
+            n = 0
+            while n < min(len(output), len(target)) and output[n] == target[n]:
+                n += 1
+            if n > len(best):
+                best = values[:n]
+        return best
 # variants per ``Scorer`` call: their features are held together, and the ~30,000 variants of a
 # 1 MB line of changed sentences, all at once, took GBs (issue 45)
 GROUP = 4096
@@ -112,7 +130,7 @@ def scorer(model, tokenizer, batch_size: int = 64, prefix: str = "", known: Know
             out = [known.log_probs.get(key) for key in keys]
             todo = [i for i, value in enumerate(out) if value is None]
             forced = core.score(model, [keys[i][0] for i in todo], [keys[i][1] for i in todo], batch_size,
-                                known.widths)
+                                known.widths, [known.prefix(*keys[i]) for i in todo])
             for i, value in zip(todo, forced):
                 out[i] = value
             return out

@@ -31,14 +31,16 @@ from __future__ import annotations
 
 from collections import Counter
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
-from transformers import PreTrainedTokenizerBase
 
 from editspec.modeling.tensors import IGNORE, pad
 from editspec.tokenization.edits import KEEP, TooFewMarkers, convert
-from editspec.tokenization.tokens import encode, marker_ids
+from editspec.tokenization.tokens import encode, encode_ids, marker_ids
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 
 @lru_cache(maxsize=8)
@@ -55,17 +57,20 @@ def t5_features_batch(
     tok: PreTrainedTokenizerBase, sources: Sequence[str], targets: Sequence[str], max_length: int,
     stats: Counter | None = None,
 ) -> list[dict[str, list[int]] | None]:
-    """``t5_features`` for many pairs (one batched tokenizer call)."""
+    """``t5_features`` for many pairs (one batched tokenizer call; a source given many times is
+    tokenized once)."""
     eos, out = tok.eos_token_id, []
-    for src, tgt in zip(encode(tok, sources), encode(tok, targets)):
-        if len(src.ids) + 1 > max_length:
+    distinct = list(dict.fromkeys(sources))
+    ids = dict(zip(distinct, encode_ids(tok, distinct)))
+    for src, tgt in zip((ids[s] for s in sources), encode_ids(tok, targets)):
+        if len(src) + 1 > max_length:
             _skip(stats, "source_too_long")
             out.append(None)
-        elif len(tgt.ids) + 1 > max_length:
+        elif len(tgt) + 1 > max_length:
             _skip(stats, "target_too_long")
             out.append(None)
         else:
-            out.append({"input_ids": src.ids + [eos], "labels": tgt.ids + [eos]})
+            out.append({"input_ids": src + [eos], "labels": tgt + [eos]})
     return out
 
 

@@ -17,11 +17,9 @@ from pathlib import Path
 from typing import Iterator
 
 import torch
-from transformers.utils import logging
 
 from editspec.errors import EditspecError
-from editspec.modeling.modeling_edit5 import EdiT5Model
-from editspec.modeling.t5 import default_device
+from editspec.tokenization import fast
 from editspec.tokenization.tokens import load_tokenizer, marker_ids
 
 DEFAULT_MODEL = Path(__file__).resolve().parents[1] / "models" / "default"
@@ -94,8 +92,12 @@ def resolve_models(
     return found["edit5"], found["t5"]
 
 
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
 def resolve_device(device: str | torch.device | None) -> torch.device:
-    """The torch device asked for (default: t5.default_device), or a one-line error."""
+    """The torch device asked for (default: ``default_device``), or a one-line error."""
     if device is None:
         return default_device()
     try:
@@ -144,7 +146,9 @@ def hub_model(name: str) -> str:
 @contextlib.contextmanager
 def quiet_transformers() -> Iterator[None]:
     """No "Loading weights" bars or advisory warnings while loading: a corrector's output is
-    the text; real problems raise."""
+    the text; real problems raise. (transformers loads here: call it where transformers loads.)"""
+    from transformers.utils import logging
+
     verbosity, bars = logging.get_verbosity(), logging.is_progress_bar_enabled()
     logging.set_verbosity_error()
     logging.disable_progress_bar()
@@ -157,20 +161,34 @@ def quiet_transformers() -> Iterator[None]:
 
 
 def load_edit5(path: str, device: torch.device, t5=None, t5_path: str | None = None):
-    """An EdiT5 checkpoint in eval mode, and its tokenizer (a one-line error if it is broken).
+    """An EdiT5 checkpoint in eval mode, and its tokenizer (a one-line error if it is broken):
+    ``edit5_inference.InferenceEdiT5`` and ``tokenization.fast`` where they read it (no
+    transformers import), else ``EdiT5Model`` and transformers' tokenizer.
 
     An EdiT5 whose heads sit on a T5's encoder (``t5_encoder`` in its config) reads the encoder of
     ``t5`` (loaded from ``t5_path``) when that is the T5 it names, so one encoder serves both;
     else it loads the encoder it names itself."""
+    from editspec.modeling import edit5_inference
+    from editspec.modeling.modeling_t5 import InferenceT5
+
     model_type(path)
     named = _read_json(Path(path) / "config.json").get("t5_encoder")
     same = named and t5 is not None and t5_path is not None and \
         (Path(path) / named).resolve() == Path(t5_path).resolve()
+    # ours sits on our T5 only; a transformers T5 given (a user's) takes transformers' EdiT5
+    ours = edit5_inference.supported(path) is None and fast.readable(path) and \
+        (not same or isinstance(t5, InferenceT5))
     try:  # shipped bf16, computed fp32
-        model = EdiT5Model.from_pretrained(path, dtype=torch.float32, t5=t5 if same else None)
+        if ours:
+            model = edit5_inference.InferenceEdiT5.from_pretrained(path, t5=t5 if same else None)
+        else:
+            from editspec.modeling.modeling_edit5 import EdiT5Model
+
+            with quiet_transformers():
+                model = EdiT5Model.from_pretrained(path, dtype=torch.float32, t5=t5 if same else None)
     except Exception as e:  # missing/corrupt weights, wrong shapes
         raise EditspecError(f"cannot load an EdiT5 model from {path}: {str(e).splitlines()[0]}") from e
-    tok = load_tokenizer(path)
+    tok = fast.load(path) if ours else load_tokenizer(path)
     if len(tok) > model.config.vocab_size:
         raise EditspecError(f"tokenizer at {path} has {len(tok)} tokens but the model only "
                             f"{model.config.vocab_size}: they do not belong together")

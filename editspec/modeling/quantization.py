@@ -31,7 +31,6 @@ import warnings
 
 import torch
 from torch import nn
-from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
 from editspec.config import QUANTIZATIONS
 from editspec.errors import EditspecError
@@ -49,4 +48,6 @@ def quantize(model: nn.Module, scheme: str) -> nn.Module:
         raise EditspecError(f"--quantize {scheme} needs float32 activations; drop --dtype {str(p.dtype)[6:]}")
     with warnings.catch_warnings():  # torch 2.13 says torch.ao.quantization is deprecated (for torchao,
         warnings.simplefilter("ignore")  # whose int8 has no CPU kernel: see above); it still ships it
+        from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic  # only when asked
+
         return quantize_dynamic(model, {nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8, inplace=True)

@@ -4,7 +4,8 @@ Decoding (greedy, sampling, speculative) runs on ``editspec.decoding.core``, whi
 own modules with a per-row cache; this module holds what the core and the scorers share:
 
   load_t5         a checkpoint in eval mode with its tokenizer (fp32 unless asked: the shipped
-                  weights are bf16 on disk)
+                  weights are bf16 on disk): ``modeling_t5.InferenceT5`` and ``tokenization.fast``
+                  where they read it (no transformers import), else transformers' classes
   encode          the encoder once per batch (``record_function`` label ``editspec.t5.encode``)
   token_log_probs log P of chosen tokens under rows of logits (``core.generate(scores=True)`` and
                   ``core.score``, which rescoring reads)
@@ -14,52 +15,55 @@ own modules with a per-row cache; this module holds what the core and the scorer
 
 from __future__ import annotations
 
-import inspect
 import os
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import torch
 from torch.profiler import record_function
-from transformers import PreTrainedTokenizerBase, T5ForConditionalGeneration
-from transformers.generation.logits_process import TemperatureLogitsWarper, TopPLogitsWarper
-from transformers.models.t5.modeling_t5 import T5Block
 
 from editspec.errors import EditspecError
+from editspec.modeling.loading import default_device, quiet_transformers
 from editspec.modeling.precision import resolve_dtype
 
-# the keyword of the key/value cache in T5's forward methods: transformers 5.24 renamed it from
-# past_key_values (which now warns on every call, and goes in 5.40) to cache
-CACHE_ARG = "cache" if "cache" in inspect.signature(T5Block.forward).parameters else "past_key_values"
-
-
-def default_device() -> torch.device:
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase, T5ForConditionalGeneration
 
 
 def load_t5(
     path: str | os.PathLike, device: str | torch.device | None = None,
-    dtype: str | torch.dtype | None = None,
-) -> tuple[T5ForConditionalGeneration, PreTrainedTokenizerBase]:
-    """A T5 checkpoint (directory with its own tokenizer, or hub id) in eval mode, and its tokenizer."""
+    dtype: str | torch.dtype | None = None, transformers: bool = False,
+) -> tuple["T5ForConditionalGeneration", "PreTrainedTokenizerBase"]:
+    """A T5 checkpoint (directory with its own tokenizer, or hub id) in eval mode, and its tokenizer:
+    ``InferenceT5`` and ``FastTokenizer`` where they read it, unless ``transformers`` (for
+    ``generate``), else transformers' ``T5ForConditionalGeneration`` and tokenizer."""
+    from editspec.modeling.modeling_t5 import InferenceT5, supported
+    from editspec.tokenization import fast
     from editspec.tokenization.tokens import load_tokenizer
 
     dtype = torch.float32 if dtype is None else resolve_dtype(dtype)
     if os.path.exists(path) and not os.path.isfile(os.path.join(path, "config.json")):
         raise EditspecError(f"{path} is not a model directory (no config.json)")
+    ours = not transformers and supported(path) is None and fast.readable(path)
     try:
         # fp32 unless asked (``Corrector`` asks for ``precision.default_dtype``): shipped weights
         # are bf16 to stay small, and CPUs without bf16 units compute fp32 faster
-        model = T5ForConditionalGeneration.from_pretrained(str(path), dtype=dtype)
+        if ours:
+            model = InferenceT5.from_pretrained(path, dtype)
+        else:
+            from transformers import T5ForConditionalGeneration
+
+            with quiet_transformers():
+                model = T5ForConditionalGeneration.from_pretrained(str(path), dtype=dtype)
     except Exception as e:  # missing/corrupt weights, wrong architecture, hub unreachable
         raise EditspecError(f"cannot load a T5 model from {path}: {str(e).splitlines()[0]}") from e
-    tok = load_tokenizer(path)
+    tok = fast.load(path) if ours else load_tokenizer(path)
     if len(tok) > model.config.vocab_size:
         raise EditspecError(f"tokenizer at {path} has {len(tok)} tokens but the model only "
                             f"{model.config.vocab_size}: they do not belong together")
     return model.to(device or default_device()).eval(), tok
 
 
-def encode(model: T5ForConditionalGeneration, input_ids: torch.Tensor,
+def encode(model: "T5ForConditionalGeneration", input_ids: torch.Tensor,
            attention_mask: torch.Tensor) -> torch.Tensor:
     """Encoder hidden states [batch, source length, d_model]."""
     with record_function("editspec.t5.encode"):
@@ -78,6 +82,8 @@ def token_probs(logits: torch.Tensor, temperature: float = 1.0, top_p: float = 1
     """Sampling distribution over the vocabulary for logits [..., vocab]: temperature, then
     top-p (nucleus), as ``generate(do_sample=True)`` applies them; softmax in >= float32."""
     shape = logits.shape
+    from transformers.generation.logits_process import TemperatureLogitsWarper, TopPLogitsWarper  # sampling only
+
     scores = logits.reshape(-1, shape[-1]).to(torch.promote_types(logits.dtype, torch.float32))
     if temperature != 1.0:
         scores = TemperatureLogitsWarper(float(temperature))(None, scores)

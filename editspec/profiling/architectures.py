@@ -222,15 +222,15 @@ def profile_architectures(sources: list[str], targets: list[str], tokenizer, dev
             rec.wrap(core.Decoder, "forward", "step")  # one pass of the decoding core per step
             steps = max(len(r[2]) for r in group) + 1  # the target, then EOS
         else:
-            rec.mark_module(model.insertion.decoder.block[0], "step")
+            rec.mark_module(model.decoder.block[0], "step")
             steps = max(len(r[3].insertions) for r in group)  # insertions end with EOS
             dt = next(model.parameters()).dtype
             tags, query, key = gold_edit5([r[1] for r in group], [r[3] for r in group],
                                           model.config.d_model, device, dt)
-            rec.override(model.tagger.classifier, lambda out: tags)
-            rec.override(model.pointer.query, lambda out: query)
-            rec.override(model.pointer.key, lambda out: key)
-        rec.override(model.get_output_embeddings(), no_eos)
+            rec.override(model.tag_classifier, lambda out: tags)
+            rec.override(model.pointer_query, lambda out: query)
+            rec.override(model.pointer_key, lambda out: key)
+        rec.override(model.lm_head, no_eos)
         try:
             with torch.inference_mode():
                 clock.sync()

@@ -26,7 +26,6 @@ import time
 from typing import Callable, Sequence
 
 from editspec.corrector import Corrector
-from editspec.decoding import drafters
 from editspec.decoding.budgets import output_budget
 from editspec.profiling.ct2 import CT2Peer
 from editspec.profiling.data import batches
@@ -41,9 +40,10 @@ def t5_twin(corrector: Corrector) -> Corrector:
 
 
 def fresh_run(corrector: Corrector, lines: Sequence[str]) -> Callable[[], object]:
-    """``corrector.correct_detailed(lines)`` as a new process runs it: no draft costs measured yet."""
+    """``corrector.correct_detailed(lines)`` as a new process runs it: with the draft costs kept for
+    its models (``Corrector.fresh_draft_costs``), not those of the turns before."""
     def run() -> object:
-        corrector.draft_costs = drafters.DraftCosts(drafters.CANDIDATES)
+        corrector.draft_costs = corrector.fresh_draft_costs()
         return corrector.correct_detailed(list(lines))
 
     return run

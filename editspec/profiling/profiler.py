@@ -64,11 +64,13 @@ class Profiler:
 
     def __init__(self, t5=None, t5_tokenizer=None, edit5=None, edit5_tokenizer=None, small=None,
                  gamma: int | str = "auto", prompt_lookup_tokens: int = 10, ct2=None,
-                 ct2_unavailable: str | None = None):
+                 ct2_unavailable: str | None = None, hf_t5=None):
         """``gamma``: the speculative modes' draft window: "auto" (the core's, from the measured
         pass costs), a fixed number of tokens, or "all" (the whole remaining draft, up to 48).
-        ``ct2``: a ``profiling.ct2.CT2Peer`` of the same T5, or None (``ct2_unavailable`` says why)."""
+        ``ct2``: a ``profiling.ct2.CT2Peer`` of the same T5, or None (``ct2_unavailable`` says why).
+        ``hf_t5``: the T5 as transformers' model for the hf-* modes (default: ``t5``, if it is one)."""
         self.ct2, self.ct2_unavailable = ct2, ct2_unavailable
+        self.hf_t5 = hf_t5 if hf_t5 is not None else t5 if hasattr(t5, "generate") else None
         self.t5, self.t5_tokenizer = t5, t5_tokenizer
         self.edit5, self.edit5_tokenizer = edit5, edit5_tokenizer
         self.small, self.gamma, self.prompt_lookup_tokens = small, gamma, prompt_lookup_tokens

@@ -13,7 +13,6 @@ The number of CPU threads is fixed for the whole run.
 from __future__ import annotations
 
 import os
-import platform
 import time
 from pathlib import Path
 from typing import Sequence
@@ -22,6 +21,7 @@ import torch
 import transformers
 
 from editspec.corrector import Corrector
+from editspec.decoding.measured import device_name
 from editspec.errors import EditspecError
 from editspec.modeling.loading import DEFAULT_MODEL, quiet_transformers, resolve_device, resolve_models
 from editspec.modeling import quantization
@@ -38,21 +38,6 @@ from editspec.profiling.report import write_report
 from editspec.profiling.side_steps import time_rescoring, time_spelling
 from editspec.profiling.timed import CT2, TIMED
 from editspec.tokenization.tokens import load_tokenizer
-
-
-def device_name(device: torch.device) -> str:
-    """"cuda:0: NVIDIA H100 80GB HBM3", or the CPU's model name and cores."""
-    if device.type == "cuda":
-        return f"{device}: {torch.cuda.get_device_name(device)}"
-    name = platform.processor() or platform.machine()
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"cpu: {name} ({os.cpu_count()} cores)"
 
 
 def ct2_version() -> str:
@@ -130,11 +115,14 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
                 root = Path(model) if model else DEFAULT_MODEL
                 draft_dir = root / "t5-draft" if (root / "t5-draft" / "config.json").is_file() else None
             if draft_dir is not None and any(NEEDS[m][-1] == "t5-draft" for m in modes):
-                small, small_tok = load_t5(draft_dir, device=dev, dtype=torch_dtype)
+                small, small_tok = load_t5(draft_dir, device=dev, dtype=torch_dtype, transformers=True)
                 if corrector.t5_tokenizer is not None and small_tok.get_vocab() != corrector.t5_tokenizer.get_vocab():
                     raise EditspecError(f"the small T5 at {draft_dir} has another tokenizer than the T5")
+            hf_t5 = None  # transformers' generate (hf-*) runs on transformers' model of the same T5
+            if corrector.t5 is not None and any(m.startswith("hf-") for m in modes):
+                hf_t5, _ = load_t5(corrector.paths["t5"], device=dev, dtype=torch_dtype, transformers=True)
             if quantize is not None:  # the T5 first: a shared encoder is then quantized once
-                for m in (corrector.t5, corrector.edit5, small):
+                for m in (corrector.t5, corrector.edit5, small, hf_t5):
                     if m is not None:
                         quantization.quantize(m, quantize)
             peer, peer_why = None, None
@@ -143,7 +131,7 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
                 report["ctranslate2"] = peer_why or ct2_version()
             profiler = Profiler(corrector.t5, corrector.t5_tokenizer, corrector.edit5, corrector.edit5_tokenizer,
                                 small, gamma=gamma, prompt_lookup_tokens=prompt_lookup_tokens, ct2=peer,
-                                ct2_unavailable=peer_why)
+                                ct2_unavailable=peer_why, hf_t5=hf_t5)
             max_ids = min(n for _, n in corrector.limits)
             report["modes"], raw = profile_modes(profiler, sources, modes, batch_size, warmup, max_ids,
                                                  out if trace else None, progress=progress)

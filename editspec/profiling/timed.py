@@ -61,6 +61,7 @@ class Profiled(Models, Protocol):
     """The profiler's loaded models and settings (``profiler.Profiler``)."""
 
     small: torch.nn.Module | None  # hf-assisted's assistant
+    hf_t5: torch.nn.Module | None  # the T5 as transformers' model, for its ``generate`` (hf-*)
     ct2: object  # a ``profiling.ct2.CT2Peer``, or None
     ct2_unavailable: str | None
     window: int | None  # the draft window; None: the core's measured policy
@@ -150,7 +151,7 @@ class EdiT5(Timed):
 
     def instrument(self, p, rec, batch):
         rec.time_module(p.edit5.encoder, "encoder")
-        rec.mark_module(p.edit5.insertion.decoder.block[0], "step")
+        rec.mark_module(p.edit5.decoder.block[0], "step")
 
     def decode(self, p, batch, reference, rec):
         budgets = [insertion_budget(len(e.ids) + 1) for e in batch.edit5_encoded]
@@ -183,9 +184,12 @@ class Peer(Timed):
         super().__init__(mode)
         self.extra, self.batch_one, self.drafted = extra, batch_one, assisted
 
+    def unavailable(self, p):
+        return None if p.hf_t5 is not None else "no transformers T5 loaded"
+
     def instrument(self, p, rec, batch):
-        rec.time_module(p.t5.encoder, "encoder")
-        rec.time_module(p.t5, "step")  # generate: one call of the model per step
+        rec.time_module(p.hf_t5.encoder, "encoder")
+        rec.time_module(p.hf_t5, "step")  # generate: one call of the model per step
         if self.drafted:  # the assistant's work is the draft
             rec.time_module(p.small.encoder, "draft")
             rec.wrap(p.small, "generate", "draft")
@@ -193,9 +197,9 @@ class Peer(Timed):
     def decode(self, p, batch, reference, rec):
         budgets = batch.budgets
         with torch.inference_mode():
-            out = p.t5.generate(input_ids=batch.ids, attention_mask=batch.mask, do_sample=False, num_beams=1,
-                                max_new_tokens=max(budgets), **self.extra(p))
-        eos = p.t5.config.eos_token_id
+            out = p.hf_t5.generate(input_ids=batch.ids, attention_mask=batch.mask, do_sample=False, num_beams=1,
+                                   max_new_tokens=max(budgets), **self.extra(p))
+        eos = p.hf_t5.config.eos_token_id
         rows = [row[1:] for row in out.tolist()]  # no start token; cut at EOS (then padding)
         return Decoded([(row[: row.index(eos)] if eos in row else row)[:b] for row, b in zip(rows, budgets)])
 

@@ -14,10 +14,13 @@ length (one LCS of a 1 MB line needs tens of GB: it grows with the square of the
 
 ``apply(source, edits)`` is the inverse (``apply(s, diff(s, t)) == t``), and with a subset of the
 edits gives the text in between: the guard, made-up-word check and rescoring undo edits that way.
+They ask for the same (unit, output) pair in turn, and ``correct_detailed`` for a line that is one
+unit: a pair is diffed once (the last ``MEMO`` pairs of up to ``MEMO_CHARS`` characters are kept).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Iterator, Sequence
@@ -51,6 +54,7 @@ class Correction:
 
 _WORDS = re.compile(r"\s+|\w+|[^\w\s]")
 WINDOW = 2000  # units per exact LCS: 2000 x 2000 bits of rapidfuzz's matrix, 0.5 MB
+MEMO, MEMO_CHARS = 4096, 4096  # pairs kept, and the longest pair kept (a sentence's: a line's can be MBs)
 
 
 def diff(source: str, target: str) -> list[Edit]:
@@ -63,6 +67,17 @@ def diff(source: str, target: str) -> list[Edit]:
     """
     if source == target:
         return []
+    if len(source) + len(target) <= MEMO_CHARS:
+        return list(_diff_kept(source, target))
+    return _diff(source, target)
+
+
+@functools.lru_cache(maxsize=MEMO)
+def _diff_kept(source: str, target: str) -> tuple[Edit, ...]:
+    return tuple(_diff(source, target))
+
+
+def _diff(source: str, target: str) -> list[Edit]:
     src, tgt = _WORDS.findall(source), _WORDS.findall(target)
     src_at = [0]
     for w in src:

@@ -35,6 +35,8 @@ paragraphs, paragraph split exactly right, one CPU thread; /tmp scratch benchmar
 All are far faster than any model (a CPU model corrects a few thousand chars/s), so speed does
 not decide. spaCy is already a dependency (ERRANT needs it) and maintained; pysbd is 5-10x
 slower and unreleased since 2021; sentencex would be a new dependency for the same accuracy.
+The pipeline runs without importing spaCy (``editspec.text.sentencizer``: its tokenizer's steps
+over its rules, the same sentences): spaCy's import cost ~0.7 s of every process.
 
 Chunks: a sentence longer than ``max_tokens`` (model ids, EOS excluded) is cut at the last
 clause punctuation followed by whitespace in the second half of the window, else at the last
@@ -47,29 +49,26 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import NamedTuple, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Sequence
 
-from transformers import PreTrainedTokenizerBase
-
+from editspec.text import sentencizer
 from editspec.tokenization.tokens import encode
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 Span = tuple[int, int]
 
 # A sentence starting like this continues the previous one (see the module docstring).
 _CONTINUES = re.compile(r"(?!i[\s'’])[a-z0-9,;:)\]}%]")
 _CLAUSE_END = (",", ";", ":", ")", "]", "}", ".", "!", "?", '"', "”", "’")
-# spaCy's tokenizer cost grows with the text: very long lines are windowed first.
+# the tokenizer's cost grows with the text: very long lines are windowed first.
 _WINDOW = 100_000
 
 
 @functools.lru_cache(maxsize=1)
-def _sentencizer():
-    import spacy
-
-    nlp = spacy.blank("en")
-    nlp.add_pipe("sentencizer")
-    nlp.max_length = 2 * _WINDOW
-    return nlp
+def _sentencizer() -> sentencizer.Sentencizer:
+    return sentencizer.load()
 
 
 def _strip(text: str, a: int, b: int) -> Span | None:
@@ -81,7 +80,7 @@ def _strip(text: str, a: int, b: int) -> Span | None:
 
 
 def _windows(line: str) -> list[Span]:
-    """Cut a huge line at whitespace into pieces spaCy takes in one go."""
+    """Cut a huge line at whitespace into pieces the sentencizer takes in one go."""
     out, a = [], 0
     while len(line) - a > _WINDOW:
         b = a + _WINDOW
@@ -104,8 +103,8 @@ def sentences(line: str) -> list[Span]:
         base = part.start()
         for w0, w1 in _windows(part.group()):
             w0, w1 = base + w0, base + w1
-            for sent in nlp(line[w0:w1]).sents:
-                span = _strip(line, w0 + sent.start_char, w0 + sent.end_char)
+            for a, b in nlp.sentences(line[w0:w1]):
+                span = _strip(line, w0 + a, w0 + b)
                 if span is None:
                     continue
                 if spans and spans[-1][1] > w0 and _CONTINUES.match(line, span[0]):
@@ -143,7 +142,7 @@ def _cut(enc, max_tokens: int) -> list[Span]:
     return [span for span in spans if span is not None]
 
 
-def chunks(tok: PreTrainedTokenizerBase, text: str, max_tokens: int) -> list[Span]:
+def chunks(tok: PreTrainedTokenizerBase, text: str, max_tokens: int, memo: dict | None = None) -> list[Span]:
     """Spans of ``text`` (stripped) that each encode to at most ``max_tokens`` ids, except a
     single character that alone encodes to more (NFKC expands ``ﷺ`` to 4 words); the
     ``Corrector`` leaves such a span as it is."""
@@ -152,7 +151,7 @@ def chunks(tok: PreTrainedTokenizerBase, text: str, max_tokens: int) -> list[Spa
     whole = _strip(text, 0, len(text))
     if whole is None:
         return []
-    enc = encode(tok, [text[whole[0]:whole[1]]])[0]
+    enc = encode(tok, [text[whole[0]:whole[1]]], memo)[0]
     if len(enc.ids) <= max_tokens:
         return [whole]
     pieces = _cut(enc, max_tokens)
@@ -161,7 +160,7 @@ def chunks(tok: PreTrainedTokenizerBase, text: str, max_tokens: int) -> list[Spa
     out: list[Span] = []
     for a, b in pieces:
         # a piece may tokenize differently alone (a word's first piece gains "▁"): check it
-        out.extend((whole[0] + a + x, whole[0] + a + y) for x, y in chunks(tok, enc.text[a:b], max_tokens))
+        out.extend((whole[0] + a + x, whole[0] + a + y) for x, y in chunks(tok, enc.text[a:b], max_tokens, memo))
     return out
 
 
@@ -171,21 +170,22 @@ def segment(line: str, limits: Sequence[tuple[PreTrainedTokenizerBase, int]] = (
     return segment_lines([line], limits)[0]
 
 
-def segment_lines(lines: Sequence[str], limits: Sequence[tuple[PreTrainedTokenizerBase, int]] = ()
-                  ) -> list[list[Span]]:
-    """``segment`` for many lines, with one batched tokenizer call per limit and round."""
+def segment_lines(lines: Sequence[str], limits: Sequence[tuple[PreTrainedTokenizerBase, int]] = (),
+                  memo: dict | None = None) -> list[list[Span]]:
+    """``segment`` for many lines, with one batched tokenizer call per limit and round (``memo``:
+    encodings kept for the caller, as ``tokens.encode`` keeps them; a text is encoded once)."""
     spans = [sentences(line) for line in lines]
     for _ in range(3):  # a chunk cut for one tokenizer is rechecked for the others
         changed = False
         for tok, max_tokens in limits:
             flat = [(k, a, b) for k, line_spans in enumerate(spans) for a, b in line_spans]
-            encs = encode(tok, [lines[k][a:b] for k, a, b in flat])
+            encs = encode(tok, [lines[k][a:b] for k, a, b in flat], memo)
             out: list[list[Span]] = [[] for _ in lines]
             for (k, a, b), enc in zip(flat, encs):
                 if len(enc.ids) <= max_tokens:
                     out[k].append((a, b))
                 else:
-                    pieces = chunks(tok, lines[k][a:b], max_tokens)
+                    pieces = chunks(tok, lines[k][a:b], max_tokens, memo)
                     out[k].extend((a + x, a + y) for x, y in pieces)
                     changed |= pieces != [(0, b - a)]
             spans = out

@@ -84,23 +84,13 @@ how its choices were made (on FCE dev).
 from __future__ import annotations
 
 import bisect
-import contextlib
 import functools
-import hashlib
-import os
 import re
 import sys
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from importlib.metadata import version
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-from editspec.cache import cache_dir
-
-if TYPE_CHECKING:
-    from symspellpy import SymSpell
+from editspec.text import lexicon
 
 WORD = re.compile(r"(?<![\w'’-])(?<!\w\.)[a-z]+(?![\w'’-]|\.\w)")  # not in a file name: "notes.txt"
 SENTENCE_START = re.compile(r"(?:^|(?<=[.!?])\s+)([a-z]+)(?![\w'’/-]|\.\w)")
@@ -197,17 +187,17 @@ NEIGHBOUR = re.compile(r"\w+")
 
 class Speller:
     """symspellpy's dictionaries and wordfreq's counts, and the settings above (reports/models.md, "Spelling"
-    has how each was chosen; ``eval/tune_spelling.py`` scores them)."""
+    has how each was chosen; ``eval/tune_spelling.py`` scores them). ``index``: read them from the
+    on-disk index (``editspec.text.lexicon``), else build them in memory."""
 
     def __init__(self, min_letters: int = 3, distance2_letters: int = 6, slip_prior: float = 4.0,
-                 common_zipf: float = 3.3, choices: int = 6):
-        import symspellpy
-
-        data = Path(symspellpy.__file__).parent
+                 common_zipf: float = 3.3, choices: int = 6, index: bool = True):
         self.min_letters, self.distance2_letters, self.slip_prior = min_letters, distance2_letters, slip_prior
         self.common_zipf, self.choices = common_zipf, choices
-        self.symspell = load_symspell(data)
-        self.common("the")  # wordfreq reads its word list now, not at the first rare word
+        # the dictionaries from the on-disk index (``editspec.text.lexicon``: milliseconds), or
+        # built in memory (seconds) without one: the same lookups either way
+        self.index = lexicon.open_index() if index else None
+        self.symspell = self.index.symspell() if self.index is not None else lexicon.build_symspell()
 
     def respell(self, text: str, starts_line: bool = True, ends_line: bool = True,
                 choose: Choose | None = None) -> str:
@@ -266,10 +256,14 @@ class Speller:
     def common(self, word: str) -> bool:
         """Written often enough to be a word (an American spelling, "mom", "math"), though not in
         symspellpy's dictionary: wordfreq's Zipf frequency (log10 per 10^9 words) at least
-        ``common_zipf`` (0: off)."""
-        from wordfreq import zipf_frequency
+        ``common_zipf`` (0: off); a lower-case word's from the index, which holds wordfreq's values."""
+        if self.common_zipf <= 0:
+            return False
+        if self.index is not None and lexicon.ASCII_WORD.fullmatch(word):
+            return self.index.zipf(word) >= self.common_zipf
+        from wordfreq import zipf_frequency  # deliberately lazy: other words only, rare
 
-        return self.common_zipf > 0 and zipf_frequency(word, "en") >= self.common_zipf
+        return zipf_frequency(word, "en") >= self.common_zipf
 
     def options(self, word: str, before: str | None, after: str | None, n: int) -> list[str]:
         """Up to ``n`` respellings of ``word``, best first by the rule above (the closest words by
@@ -373,46 +367,10 @@ def _within(short: str, long: str) -> bool:
     return all(c in letters for c in short)
 
 
-def load_symspell(data: Path) -> SymSpell:
-    """symspellpy's English dictionaries (words and bigrams, edit distance 2). Building them takes
-    seconds (every word's deletes); the built dictionaries are kept with symspellpy's own
-    ``save_pickle`` in ``editspec.cache`` (``spelling/``), under a name that changes with the
-    symspellpy version and the dictionary files, and read back with ``load_pickle`` next time (about
-    2.5x faster): the same dictionaries, so the same respellings. An unwritable cache only costs
-    the build."""
-    from symspellpy import SymSpell  # deliberately lazy, with the Speller: only when spelling is on
-
-    files = [data / "frequency_dictionary_en_82_765.txt", data / "frequency_bigramdictionary_en_243_342.txt"]
-    key = hashlib.sha256(repr([version("symspellpy"), *((f.name, f.stat().st_size, f.stat().st_mtime_ns)
-                                                          for f in files)]).encode()).hexdigest()[:16]
-    path = cache_dir("spelling", f"symspell-{key}.pickle")
-    symspell = SymSpell(max_dictionary_edit_distance=2)
-    if path.is_file():
-        try:
-            if symspell.load_pickle(path, compressed=False):
-                return symspell
-        except Exception:  # a damaged or foreign file: build again (and overwrite it)
-            symspell = SymSpell(max_dictionary_edit_distance=2)
-    symspell.load_dictionary(files[0], 0, 1)
-    symspell.load_bigram_dictionary(files[1], 0, 2)
-    part = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".part", delete=False) as f:
-            part = Path(f.name)
-        symspell.save_pickle(part, compressed=False)
-        os.replace(part, path)  # whole or not at all: another process may be reading
-    except OSError:
-        if part is not None:
-            with contextlib.suppress(OSError):
-                part.unlink()
-    return symspell
-
-
 @functools.lru_cache(maxsize=1)
 def load_speller() -> Speller:
-    """The one Speller of the process (loading its dictionaries takes seconds; ``editspec profile``
-    reports how many)."""
+    """The one Speller of the process, made at its first use (its index opens in milliseconds once
+    built: ``editspec.text.lexicon``; ``editspec profile`` reports how long it took)."""
     return Speller()
 
 

@@ -31,13 +31,15 @@ import threading
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from tokenizers import Tokenizer
-from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from editspec.tokenization.edits import align
 from editspec.errors import EditspecError
+
+if TYPE_CHECKING:  # transformers loads only where its tokenizer is used (training, a user's checkpoint)
+    from transformers import PreTrainedTokenizerBase
 
 SPACE = "\u2581"  # SentencePiece's word-boundary mark
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")  # what save_pretrained writes for ours
@@ -46,7 +48,7 @@ BUNDLE_TOKENIZER = "tokenizer"  # a bundle's one tokenizer, beside its models (e
 
 def train_tokenizer(
     texts: Iterable[str], out_dir: str | os.PathLike, vocab_size: int = 16000, extra_ids: int = 256
-) -> PreTrainedTokenizerBase:
+) -> "PreTrainedTokenizerBase":
     """Train a SentencePiece unigram model and save it as a T5 tokenizer in ``out_dir``.
 
     ``extra_ids`` T5 sentinels ``<extra_id_0..>`` are added; EdiT5 uses them as position
@@ -85,8 +87,11 @@ def tokenizer_path(path: str | os.PathLike) -> str | os.PathLike:
     return shared if holds_none and (shared / TOKENIZER_FILES[0]).is_file() else path
 
 
-def load_tokenizer(path: str | os.PathLike) -> PreTrainedTokenizerBase:
-    """A T5 tokenizer from a directory (ours or a user's checkpoint; ``tokenizer_path``) or a hub id."""
+def load_tokenizer(path: str | os.PathLike) -> "PreTrainedTokenizerBase":
+    """A T5 tokenizer from a directory (ours or a user's checkpoint; ``tokenizer_path``) or a hub id
+    (transformers'; inference reads a checkpoint's with ``tokenization.fast`` where it can)."""
+    from transformers import AutoTokenizer
+
     path = tokenizer_path(path)
     try:
         tok = AutoTokenizer.from_pretrained(str(path))
@@ -99,7 +104,7 @@ def load_tokenizer(path: str | os.PathLike) -> PreTrainedTokenizerBase:
     return tok
 
 
-def marker_ids(tok: PreTrainedTokenizerBase) -> list[int]:
+def marker_ids(tok: "PreTrainedTokenizerBase") -> list[int]:
     """Position markers: ``<extra_id_0>, <extra_id_1>, ...`` while the tokenizer has them."""
     vocab = tok.get_vocab()
     markers = []
@@ -124,17 +129,20 @@ _LITERAL_LOCK = threading.Lock()
 _SPECIAL: "weakref.WeakKeyDictionary[PreTrainedTokenizerBase, frozenset[int]]" = weakref.WeakKeyDictionary()
 
 
-def special_ids(tok: PreTrainedTokenizerBase) -> frozenset[int]:
+def special_ids(tok: "PreTrainedTokenizerBase") -> frozenset[int]:
     """``tok.all_special_ids``, cached: transformers rebuilds that list on every access."""
     if tok not in _SPECIAL:
         _SPECIAL[tok] = frozenset(tok.all_special_ids)
     return _SPECIAL[tok]
 
 
-def _literal_backend(tok: PreTrainedTokenizerBase) -> Tokenizer:
+def _literal_backend(tok: "PreTrainedTokenizerBase") -> Tokenizer:
     """A copy of ``tok``'s backend that reads special-token text as plain text, made once per
     tokenizer: flipping ``encode_special_tokens`` on the shared backend for each call would
-    change how another thread's call tokenizes ("</s>" as EOS) while it runs."""
+    change how another thread's call tokenizes ("</s>" as EOS) while it runs. A
+    ``fast.FastTokenizer``'s backend reads them so already."""
+    if getattr(tok.backend_tokenizer, "encode_special_tokens", False):
+        return tok.backend_tokenizer
     with _LITERAL_LOCK:
         if tok not in _LITERAL:
             backend = Tokenizer.from_str(tok.backend_tokenizer.to_str())
@@ -143,7 +151,18 @@ def _literal_backend(tok: PreTrainedTokenizerBase) -> Tokenizer:
         return _LITERAL[tok]
 
 
-def encode(tok: PreTrainedTokenizerBase, texts: Sequence[str]) -> list[Encoded]:
+def encode(tok: "PreTrainedTokenizerBase", texts: Sequence[str], memo: dict | None = None) -> list[Encoded]:
+    """Each text's ``Encoded``. ``memo`` (a dict one caller keeps for one input, e.g. a
+    ``Corrector.correct`` call): texts encoded before with ``tok`` are not encoded again."""
+    if memo is None:
+        return _encode(tok, texts)
+    todo = list(dict.fromkeys(t for t in texts if (id(tok), t) not in memo))
+    for text, enc in zip(todo, _encode(tok, todo)):
+        memo[(id(tok), text)] = enc
+    return [memo[(id(tok), t)] for t in texts]
+
+
+def _encode(tok: "PreTrainedTokenizerBase", texts: Sequence[str]) -> list[Encoded]:
     encodings = _literal_backend(tok).encode_batch(list(texts), add_special_tokens=False)
     special, unk = special_ids(tok), tok.unk_token_id
     out = []
@@ -163,7 +182,15 @@ def encode(tok: PreTrainedTokenizerBase, texts: Sequence[str]) -> list[Encoded]:
     return out
 
 
-def unreadable(tok: PreTrainedTokenizerBase, source: Encoded) -> set[int]:
+def encode_ids(tok: "PreTrainedTokenizerBase", texts: Sequence[str]) -> list[list[int]]:
+    """``[e.ids for e in encode(tok, texts)]`` without the characters of each token (scoring
+    needs the ids alone)."""
+    special, unk = special_ids(tok), tok.unk_token_id
+    return [[unk if i in special else i for i in enc.ids]
+            for enc in _literal_backend(tok).encode_batch(list(texts), add_special_tokens=False)]
+
+
+def unreadable(tok: "PreTrainedTokenizerBase", source: Encoded) -> set[int]:
     """Offsets of the characters of ``source.text`` that the model cannot read or write: those
     of ``<unk>`` tokens (CJK, emoji, flags, Greek letters the vocabulary lacks) and those the
     normaliser turned into a plain space or dropped (tab, CR, NBSP, thin space, U+FEFF,
@@ -179,7 +206,7 @@ def unreadable(tok: PreTrainedTokenizerBase, source: Encoded) -> set[int]:
     return out
 
 
-def render(tok: PreTrainedTokenizerBase, source: Encoded, output: Sequence[tuple[int, int | None]]) -> str:
+def render(tok: "PreTrainedTokenizerBase", source: Encoded, output: Sequence[tuple[int, int | None]]) -> str:
     """Text of (token id, source index or None) pairs; see the module docstring.
 
     Whitespace is the source's wherever it can be: a kept token brings the whitespace before
@@ -250,7 +277,7 @@ def render(tok: PreTrainedTokenizerBase, source: Encoded, output: Sequence[tuple
     return lead + ("".join(parts) + tail).strip(" ") + trail
 
 
-def render_ids(tok: PreTrainedTokenizerBase, source: Encoded, output_ids: Sequence[int]) -> str:
+def render_ids(tok: "PreTrainedTokenizerBase", source: Encoded, output_ids: Sequence[int]) -> str:
     """Text of a whole output sentence (T5): provenance from aligning it with the source."""
     ids = [i for i in output_ids if i not in (tok.eos_token_id, tok.pad_token_id)]
     return render(tok, source, list(zip(ids, align(source.ids, ids))))

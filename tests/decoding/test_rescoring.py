@@ -101,9 +101,25 @@ def test_the_decode_s_scores_are_core_score_s(dtype):
         alone = [core.score(model, [sources[k]], [generated[k]], widths=stats.widths)[0] for k in (0, 17, 39)]
         if dtype == torch.bfloat16:
             assert stats.log_probs == forced and alone == [forced[k] for k in (0, 17, 39)]
+            assert [sum_in_order(v) for v in stats.token_log_probs] == stats.log_probs
+            # a variant (one token changed midway) scores the same with the decode's values of the
+            # tokens before the change as given (their logits not computed again)
+            rows = [k for k, g in enumerate(generated) if len(g) >= 3]
+            variants = [generated[k][:len(generated[k]) // 2] + [7] + generated[k][len(generated[k]) // 2 + 1:]
+                        for k in rows]
+            given = [stats.token_log_probs[k][:len(generated[k]) // 2] for k in rows]
+            assert core.score(model, [sources[k] for k in rows], variants, slots=5, widths=stats.widths, given=given) \
+                == core.score(model, [sources[k] for k in rows], variants, slots=5, widths=stats.widths)
         else:
             assert stats.log_probs == pytest.approx(forced, rel=1e-5)
     assert core.generate(model, sources, 8, max_new_tokens=30)[1].log_probs is None  # only when asked
+
+
+def sum_in_order(values):
+    total = 0.0
+    for v in values:
+        total += v
+    return total
 
 
 def test_the_t5_scorer_reads_known_scores_instead_of_a_forced_pass(tokenizer, monkeypatch):
@@ -113,9 +129,9 @@ def test_the_t5_scorer_reads_known_scores_instead_of_a_forced_pass(tokenizer, mo
     forced = []
     real = core.score
 
-    def spy(model, sources, targets, slots, widths):
+    def spy(model, sources, targets, slots, widths, given=None):
         forced.extend(zip(sources, targets, [widths] * len(targets)))
-        return real(model, sources, targets, slots, widths)
+        return real(model, sources, targets, slots, widths, given)
 
     monkeypatch.setattr(core, "score", spy)
     eos = tokenizer.eos_token_id

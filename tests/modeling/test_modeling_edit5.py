@@ -1,19 +1,18 @@
-"""EdiT5 features and model (editspec/modeling/features.py, modeling_edit5.py), with tiny models."""
+"""EdiT5 features and model (editspec/features.py, editspec/modeling_edit5.py), with tiny models."""
 
 from collections import Counter
-from types import SimpleNamespace
 
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 from transformers import AutoModel
 
-from editspec.decoding import modes
 from editspec.tokenization.edits import KEEP, Edits, realize
 from editspec.modeling.features import (
     collate_edit5, collate_t5, edit5_features, edit5_features_batch, edit5_features_from_ids, t5_features,
 )
-from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model, decode_order
+from editspec.modeling.edit5_heads import decode_order
+from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
 from editspec.modeling.tensors import IGNORE
 from editspec.tokenization.tokens import encode, marker_ids
 from tests.helpers import pairs
@@ -185,10 +184,7 @@ def test_overfits_to_exact_targets(tokenizer, trained):
         src, tgt = (x.ids for x in encode(tokenizer, [source, target]))
         assert realize(src, e, markers, eos) == tgt, (source, target, e, step)
     assert any(e.reordered for e in edits)  # the swap was undone by the pointer network
-    models = SimpleNamespace(edit5=model, edit5_tokenizer=tokenizer, markers=markers, device=model.device)
-    encoded = encode(tokenizer, [s for s, _ in data])
-    outputs, _ = modes.EDIT5.run(models, encoded, 7)  # the decode every caller uses, 7 rows a call
-    assert modes.EDIT5.render(models, encoded, outputs) == [t for _, t in data]
+    assert model.correct(tokenizer, [s for s, _ in data], batch_size=7) == [t for _, t in data]
 
 
 def test_batch_equals_single(tokenizer, trained):
@@ -206,7 +202,7 @@ def test_save_load_round_trip(tokenizer, trained, tmp_path):
     loaded = EdiT5Model.from_pretrained(tmp_path).eval()
     config = lambda m: {k: v for k, v in m.config.to_dict().items() if k != "_name_or_path"}
     assert config(loaded) == config(model)
-    assert loaded.insertion.lm_head.weight is loaded.shared.weight  # tied, as saved
+    assert loaded.lm_head.weight is loaded.shared.weight  # tied, as saved
     for (name, a), (_, b) in zip(model.state_dict().items(), loaded.state_dict().items()):
         assert torch.equal(a, b), name
     with torch.no_grad():
@@ -291,7 +287,7 @@ def test_marker_gap_starts_as_the_pointed_checkpoint_and_learns(tokenizer, tmp_p
     with torch.no_grad():
         assert torch.equal(pointed(**batch).insertion_logits, gap(**batch).insertion_logits)
     gap(**batch).loss.backward()
-    assert gap.insertion.markers.gap_key.weight.grad.abs().sum() > 0
+    assert gap.marker_gap_key.weight.grad.abs().sum() > 0
 
 
 def test_loss_weighting(tokenizer):
@@ -338,14 +334,14 @@ def test_from_t5_copies_encoder_and_decoder(tokenizer, tmp_path, tied):
             assert torch.equal(state[name], t5_state[name]), name
     assert not any(k.startswith("encoder.block.2") for k in state)  # num_layers=2 took the first two
     if not tied:
-        assert torch.equal(model.insertion.lm_head.weight, t5.lm_head.weight)
-        assert model.insertion.lm_head.weight.data_ptr() != model.shared.weight.data_ptr()
+        assert torch.equal(model.lm_head.weight, t5.lm_head.weight)
+        assert model.lm_head.weight.data_ptr() != model.shared.weight.data_ptr()
     # the first two encoder layers compute what T5's do (final norm included)
     ids = torch.tensor([encode(tokenizer, ["He go to school."])[0].ids + [tokenizer.eos_token_id]])
     t5.encoder.block = t5.encoder.block[:2]
     with torch.no_grad():
         expected = t5.encoder(input_ids=ids).last_hidden_state
-        got, _ = model.encode(ids, torch.ones_like(ids))
+        got, _ = model._encode(ids, torch.ones_like(ids))
     assert torch.allclose(got, expected, atol=1e-6)
 
 
@@ -354,7 +350,7 @@ def test_confidence_biases_force_identity_edits(tokenizer):
     ends or never ends the insertions: the knobs work."""
     import torch as _torch
 
-    from editspec.modeling.modeling_edit5 import decode_order
+    from editspec.modeling.edit5_heads import decode_order
 
     logits = _torch.randn(3, 7, 7)
     kept = _torch.ones(3, 7, dtype=_torch.bool)
@@ -382,21 +378,21 @@ def test_pointer_offset_bias_scores_relative_offsets(tokenizer):
 
     model = tiny_model(tokenizer).eval()
     ids = torch.tensor([[5, 9, 7, 11, tokenizer.eos_token_id]])
-    h, mask = model.encode(ids, torch.ones_like(ids))
+    h, mask = model._encode(ids, torch.ones_like(ids))
     kept = torch.ones_like(ids, dtype=torch.bool)
-    s, is_eos = model.tagger.tagged_states(h, kept.long()), ids == tokenizer.eos_token_id
-    base = model.pointer(s, mask, kept, is_eos)
+    s, is_eos = model._tagged_states(h, kept.long()), ids == tokenizer.eos_token_id
+    base = model._pointer_logits(s, mask, kept, is_eos)
     plus_one = T5Attention._relative_position_bucket(
         torch.tensor(1), bidirectional=True, num_buckets=model.config.relative_attention_num_buckets,
         max_distance=model.config.relative_attention_max_distance,
     )
     with torch.no_grad():
-        model.pointer.offset.weight[plus_one] += 100.0
-    raised = model.pointer(s, mask, kept, is_eos)
+        model.pointer_offset.weight[plus_one] += 100.0
+    raised = model._pointer_logits(s, mask, kept, is_eos)
     diff = (raised - base).detach()
     assert torch.allclose(diff[0, :4].diagonal(1), torch.full((4,), 1000.0))  # row i, column i + 1
     assert float(diff[0].abs().sum()) == pytest.approx(4000.0, rel=1e-4)
-    assert tiny_model(tokenizer, pointer_offset_bias=False).pointer.offset is None
+    assert tiny_model(tokenizer, pointer_offset_bias=False).pointer_offset is None
 
 
 # -- the heads on a T5's encoder --

@@ -1,8 +1,6 @@
 """editspec.spelling: the docstring's example and what is never touched (the Corrector's use:
 test_corrector.py)."""
 
-from pathlib import Path
-
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -159,26 +157,3 @@ def test_settings_each_do_what_they_say(speller, fragment):
         assert fragment("the job wich I saw") == "the job with I saw"
     finally:
         speller.distance2_letters, speller.slip_prior, speller.common_zipf = letters, prior, common
-
-
-def test_symspell_dictionaries_are_built_once_and_read_back_the_same(tmp_path, monkeypatch):
-    """The built dictionaries go to editspec's cache; the next load reads them back, identical."""
-    import symspellpy
-
-    from editspec.text import spelling
-
-    monkeypatch.setenv("EDITSPEC_CACHE", str(tmp_path))
-    data = Path(symspellpy.__file__).parent
-    built = spelling.load_symspell(data)
-    [kept] = (tmp_path / "spelling").iterdir()
-    assert kept.suffix == ".pickle"
-    calls = []
-    monkeypatch.setattr(symspellpy.SymSpell, "load_dictionary", lambda *a, **k: calls.append(a))
-    read = spelling.load_symspell(data)
-    assert not calls  # read back, not built
-    assert read._words == built._words and read._bigrams == built._bigrams and read._deletes == built._deletes
-    assert (read._max_length, read._prefix_length) == (built._max_length, built._prefix_length)
-    kept.write_bytes(b"not a pickle")  # a damaged file: built again
-    monkeypatch.undo()
-    monkeypatch.setenv("EDITSPEC_CACHE", str(tmp_path))
-    assert spelling.load_symspell(data)._words == built._words

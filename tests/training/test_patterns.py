@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from editspec.data import features
+from editspec.modeling import features
 from editspec.errors import EditspecError
 from editspec.tokenization.tokens import load_tokenizer
 from training.data import pattern_table, synthetic_source
@@ -317,3 +317,23 @@ def spliced(found, span) -> str:
     w, sp = found.w[:], found.sp[:]
     w[lo:hi], sp[lo:hi] = new_w, new_sp
     return found.lead + "".join(a + b for a, b in zip(w, sp))
+
+
+def test_error_rate_scales_the_patterns_edits_per_token():
+    """A source's ``error_rate`` (``ErrorProfile.scaled``): twice the profile's rates, twice the
+    factors, twice the edits, as many sentences left clean."""
+    patterns = [one(["in"], ["on"], "R:PREP", 0.06), one(["the"], [], "M:DET", 0.03)]
+    profile = ErrorProfile({"R:PREP": 0.004, "M:DET": 0.002}, clean_fraction=0.9)
+    sents = pattern_sentences(3000, 3)
+
+    def edits(p: ErrorProfile) -> tuple[int, float, dict]:
+        r = rules_free_replayer(table_of(patterns), p, sents[:300])
+        pairs = [r.pair(t, sentence_rng(5, "e", i)) for i, t in enumerate(sents)]
+        changed = sum(op != "equal" for q in pairs for op, *_ in difflib.SequenceMatcher(
+            a=tokens(q["target"]), b=tokens(q["source"]), autojunk=False).get_opcodes())
+        return changed, sum(q["source"] == q["target"] for q in pairs) / len(pairs), r.factors
+
+    once, clean1, f1 = edits(profile)
+    twice, clean2, f2 = edits(profile.scaled(2.0))
+    assert f2["R:PREP"] == pytest.approx(2 * f1["R:PREP"]) and f2["M:DET"] == pytest.approx(2 * f1["M:DET"])
+    assert 1.7 < twice / once < 2.3 and abs(clean1 - 0.9) < 0.02 and abs(clean2 - 0.9) < 0.02

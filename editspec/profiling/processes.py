@@ -1,0 +1,168 @@
+"""``editspec profile --processes``: whole processes, start to exit, as a user waits for them.
+
+For each size (the first N lines of the data), three commands run as separate processes, taking
+turns ``turns`` times (the order rotating each turn, so that a change in machine load hits all of
+them alike), and the report keeps every wall time, its median and the process's CPU time::
+
+    default   editspec correct FILE -o OUT --threads T        the bundle's mode and settings
+    t5        the same with --mode t5                           (its output must be the default's)
+    ct2       python ct2_script.py ... (profiling/ct2_script.py): tokenizers + CTranslate2's
+              translate_batch(max_batch_size=32), float32, T threads, on the shipped T5 converted
+              once (the conversion is not timed)
+
+What editspec measures once per machine (the spelling index, the pass and draft costs in
+``editspec.cache``) is made by untimed warm-up processes first: one of each command on the first
+64 lines of each size; the report says so, and times a first process on a machine apart only if
+asked (``cold``: 1 line, an empty cache). The goals of issue 60 are checked on the medians:
+1 line within 1.5 s, 500 lines faster than the CTranslate2 script, 2,000 lines 1.5x it and 2x
+``--mode t5``.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Sequence
+
+import torch
+
+from editspec.decoding.measured import device_name
+from editspec.errors import EditspecError
+from editspec.modeling.loading import resolve_models
+from editspec.profiling.ct2 import converted, missing
+from editspec.profiling.data import read_data
+
+SCRIPT = Path(__file__).with_name("ct2_script.py")
+WARMUP_LINES = 64  # a warm-up input of 64 lines fills every slot count a size uses (batch size 16)
+GOALS = {1: "1 line within 1.5 s", 500: "500 lines faster than the CTranslate2 script",
+         2000: "2,000 lines at 1.5x the CTranslate2 script and 2x --mode t5"}
+
+
+def commands(input_file: Path, output_file: Path, threads: int, ct2_dir: Path | None, tokenizer: Path,
+             model_args: Sequence[str]) -> dict[str, list[str]]:
+    """The command of each way for one input (see the module docstring)."""
+    correct = [sys.executable, "-m", "editspec", "correct", str(input_file), "--no-progress",
+               "--threads", str(threads), *model_args]
+    ways = {"default": [*correct, "-o", f"{output_file}.default"],
+            "t5": [*correct, "--mode", "t5", "-o", f"{output_file}.t5"]}
+    if ct2_dir is not None:
+        ways["ct2"] = [sys.executable, str(SCRIPT), str(ct2_dir), str(tokenizer), str(input_file),
+                       f"{output_file}.ct2", str(threads)]
+    return ways
+
+
+def timed(command: list[str], env: dict | None = None) -> tuple[float, float]:
+    """(wall seconds from start to exit, CPU seconds) of one process; its failure is an error."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise EditspecError(f"{' '.join(command[:5])} ... failed: {done.stderr.strip().splitlines()[-1:]}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def processes(data: str | os.PathLike, sizes: Sequence[int] = (1, 500, 2000), turns: int = 3, threads: int = 2,
+              model: str | None = None, model_args: Sequence[str] = (), ct2_cache: str | None = None,
+              cold: bool = False, progress: bool = False) -> dict:
+    """The report of whole processes (see the module docstring): every run, medians, ratios, goals."""
+    sources = read_data(data)[0]
+    sizes = sorted({min(n, len(sources)) for n in sizes})
+    why = missing()
+    _, t5_dir = resolve_models(model)
+    ct2_dir = converted(t5_dir, ct2_cache) if why is None and t5_dir is not None else None
+    tokenizer = Path(t5_dir or "") / "tokenizer.json"
+    args = [*(("--model", model) if model else ()), *model_args]
+    load: list[float] = []
+    runs: dict[int, dict[str, list[float]]] = {}
+    cpu: dict[int, dict[str, list[float]]] = {}
+    with tempfile.TemporaryDirectory(prefix="editspec-processes-") as tmp:
+        work = Path(tmp)
+        inputs = {}
+        for n in sizes:
+            inputs[n] = work / f"lines-{n}.txt"
+            inputs[n].write_text("\n".join(sources[:n]) + "\n", encoding="utf-8")
+            warm = work / f"warm-{n}.txt"
+            warm.write_text("\n".join(sources[:min(n, WARMUP_LINES)]) + "\n", encoding="utf-8")
+            for command in commands(warm, work / f"warm-{n}", threads, ct2_dir, tokenizer, args).values():
+                timed(command)
+        first = None
+        if cold:  # a first process on a machine: the caches empty
+            with tempfile.TemporaryDirectory(prefix="editspec-cache-") as empty:
+                env = {**os.environ, "EDITSPEC_CACHE": empty}
+                first = timed(commands(inputs[sizes[0]], work / "cold", threads, None, tokenizer, args)["default"], env)
+        for turn in range(turns):
+            for n in sizes:
+                ways = list(commands(inputs[n], work / f"out-{n}", threads, ct2_dir, tokenizer, args).items())
+                ways = ways[turn % len(ways):] + ways[:turn % len(ways)]  # the order rotates each turn
+                for name, command in ways:
+                    load.append(os.getloadavg()[0])
+                    wall, seconds = timed(command)
+                    runs.setdefault(n, {}).setdefault(name, []).append(wall)
+                    cpu.setdefault(n, {}).setdefault(name, []).append(seconds)
+                    if progress:
+                        print(f"turn {turn + 1} {n} lines {name}: {wall:.2f} s", file=sys.stderr, flush=True)
+        same = {n: (work / f"out-{n}.default").read_bytes() == (work / f"out-{n}.t5").read_bytes() for n in sizes}
+    median = {n: {name: statistics.median(w) for name, w in ways.items()} for n, ways in runs.items()}
+    report = {
+        "device": device_name(torch.device("cpu")), "threads": threads, "turns": turns, "sizes": sizes, "data": str(data),
+        "model": model, "ct2": ct2_dir is not None, "ct2_unavailable": why, "runs": runs, "cpu_seconds": cpu,
+        "median": median, "default_equals_t5": same, "load_average": {"mean": statistics.mean(load), "max": max(load)},
+        "cold_1_line": None if first is None else {"wall": first[0], "cpu": first[1]},
+    }
+    report["ratios"] = {n: {f"{name}_over_default": m[name] / m["default"] for name in m if name != "default"}
+                        for n, m in median.items()}
+    report["goals"] = goals(median)
+    return report
+
+
+def goals(median: dict[int, dict[str, float]]) -> list[dict]:
+    """Issue 60's goals on the medians: what each asks, what was measured, met or not."""
+    out = []
+    if 1 in median:
+        s = median[1]["default"]
+        out.append({"goal": GOALS[1], "measured": f"{s:.2f} s", "met": s <= 1.5})
+    if 500 in median and "ct2" in median[500]:
+        r = median[500]["ct2"] / median[500]["default"]
+        out.append({"goal": GOALS[500], "measured": f"{r:.2f}x the script", "met": r > 1.0})
+    if 2000 in median and "ct2" in median[2000]:
+        m = median[2000]
+        r, t = m["ct2"] / m["default"], m["t5"] / m["default"]
+        out.append({"goal": GOALS[2000], "measured": f"{r:.2f}x the script, {t:.2f}x --mode t5",
+                    "met": r >= 1.5 and t >= 2.0})
+    return out
+
+
+def markdown(r: dict) -> list[str]:
+    """The report's markdown: the table of medians, the goals, and how it was measured."""
+    lines = ["# Whole processes: editspec correct against --mode t5 and a CTranslate2 script", "",
+             f"{r['device']}, {r['threads']} threads, {r['turns']} turns taking turns (medians of wall seconds, "
+             f"start to exit), first lines of {Path(r['data']).name}; load average {r['load_average']['mean']:.1f} "
+             f"(max {r['load_average']['max']:.1f}) while timing.", "",
+             "| lines | `editspec correct` | `--mode t5` | CTranslate2 fp32 script | script / default | t5 / default |",
+             "|---:|---:|---:|---:|---:|---:|"]
+    for n in r["sizes"]:
+        m, ratio = r["median"][n], r["ratios"][n]
+        ct2 = f"{m['ct2']:.2f} s" if "ct2" in m else "–"
+        over = f"{ratio['ct2_over_default']:.2f}×" if "ct2" in m else "–"
+        lines.append(f"| {n:,} | {m['default']:.2f} s | {m['t5']:.2f} s | {ct2} | {over} | "
+                     f"{ratio['t5_over_default']:.2f}× |")
+    lines += ["", "| goal | measured | met |", "|---|---|---|"]
+    lines += [f"| {g['goal']} | {g['measured']} | {'yes' if g['met'] else 'no'} |" for g in r["goals"]]
+    same = all(r["default_equals_t5"].values())
+    lines += ["", f"Default output {'equals' if same else 'DIFFERS FROM'} --mode t5's at every size. Before timing, "
+              f"one untimed process of each command on the first {WARMUP_LINES} lines of each size fills what "
+              "editspec measures once per machine (the spelling index, pass and draft costs)."]
+    if r.get("cold_1_line"):
+        c = r["cold_1_line"]
+        lines.append(f"A first process on a machine (empty cache, 1 line): {c['wall']:.2f} s ({c['cpu']:.2f} s CPU).")
+    if r.get("ct2_unavailable"):
+        lines.append(f"CTranslate2 not run: {r['ct2_unavailable']}.")
+    return lines + [""]

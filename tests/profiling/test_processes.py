@@ -1,0 +1,32 @@
+"""editspec profile --processes (editspec/profiling/processes.py): whole processes timed taking turns,
+the CTranslate2 script among them, medians and goals in the report (tiny models: only the
+bookkeeping is tested here; the numbers are the README's)."""
+
+import json
+import subprocess
+import sys
+
+from editspec.profiling import processes
+
+
+def test_processes_report(bundle, dev_m2, tmp_path):
+    out = tmp_path / "out"
+    subprocess.run([sys.executable, "-m", "editspec", "profile", "--data", str(dev_m2), "--processes", "--sizes", "1",
+                    "--turns", "2", "--threads", "1", "--model", str(bundle), "--ct2-cache", str(tmp_path / "ct2"),
+                    "--out", str(out)], check=True, capture_output=True)
+    report = json.loads((out / "processes.json").read_text())
+    assert report["sizes"] == [1] and report["turns"] == 2 and report["threads"] == 1
+    for n in ("1",):
+        assert set(report["runs"][n]) == {"default", "t5", "ct2"}
+        assert all(len(w) == 2 and min(w) > 0 for w in report["runs"][n].values())
+        assert report["median"][n]["ct2"] > 0 and report["default_equals_t5"][n]
+        assert report["ratios"][n]["t5_over_default"] > 0
+    assert [g["goal"] for g in report["goals"]] == [processes.GOALS[1]]
+    text = (out / "processes.md").read_text()
+    assert "| 1 |" in text and "CTranslate2" in text and "equals" in text
+
+
+def test_goals_are_read_off_the_medians():
+    median = {1: {"default": 1.2}, 500: {"default": 4.0, "t5": 6.0, "ct2": 4.1},
+              2000: {"default": 8.0, "t5": 17.0, "ct2": 11.9}}
+    assert [g["met"] for g in processes.goals(median)] == [True, True, False]  # 11.9 / 8 < 1.5
