@@ -185,7 +185,8 @@ def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsy
     assert len((tmp_path / "out.txt").read_text().splitlines()) == 1
     # had call 2 failed, the interim files alone make the bundle and the continuation
     spare = tmp_path / "spare" / "t5.tar.xz"
-    assert lease(["join", str(tmp_path / "OUT1"), str(tmp_path / "bundle1"), "--continuation", str(spare)]) == 0
+    assert lease(["join", str(tmp_path / "OUT1"), str(tmp_path / "bundle1"), "--continuation", str(spare),
+                  "--log", str(tmp_path / "lease-log-1.md")]) == 0
     assert json.loads(spare.with_name("t5.json").read_text())["stage"] == "t5-wsd/interim"
     assert (tmp_path / "bundle1" / "t5" / "config.json").is_file()
 
