@@ -692,9 +692,9 @@ def test_rescoring_reads_the_decode_s_own_scores(monkeypatch):
     forced: list[tuple] = []
     real = core.score
 
-    def spy(model, sources, targets, slots, widths):
+    def spy(model, sources, targets, slots, widths, given=None):
         forced.extend(zip(map(tuple, sources), map(tuple, targets)))
-        return real(model, sources, targets, slots, widths)
+        return real(model, sources, targets, slots, widths, given)
 
     monkeypatch.setattr(core, "score", spy)
     outputs = {}
