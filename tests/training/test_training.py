@@ -143,7 +143,7 @@ def test_tiny_t5_learns_and_exports_best(tmp_path, data_dir, tokenizer_dir):
     assert dev_losses[-1] < dev_losses[0], dev_losses
     assert all(e["tokens_per_s"] > 0 for e in entries if "tokens_per_s" in e)
     # best/ is the checkpoint of the lowest dev loss, a plain model dir with its tokenizer
-    model, tok = load_t5(out / "best", device="cpu")
+    model, tok = load_t5(out / "best", device="cpu", transformers=True)  # its forward: the loss
     best = json.loads((out / "best" / "training.json").read_text())
     assert best["step"] == min((e for e in entries if "dev_loss" in e), key=lambda e: e["dev_loss"])["step"]
     assert len(tok) == model.config.vocab_size
