@@ -2,6 +2,7 @@
 against it, the page in headless chromium (DevTools protocol), and SIGTERM with a request in flight."""
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -87,7 +88,8 @@ class Browser:
     def __init__(self, exe: str, profile: Path):
         self.proc = subprocess.Popen([exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                                       "--remote-debugging-port=0", f"--user-data-dir={profile}", "about:blank"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     start_new_session=True)  # its helpers (crashpad, renderers) stop with it
         port_file = profile / "DevToolsActivePort"
         deadline = time.monotonic() + 60
         while not port_file.exists() or not port_file.read_text().strip():
@@ -122,13 +124,17 @@ class Browser:
 
     def close(self):
         self.ws.close()
-        self.proc.terminate()
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
         self.proc.wait(30)
 
 
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium (.ci/run installs it)")
 def test_page_in_headless_chromium(server, corrector):
-    with tempfile.TemporaryDirectory() as profile:
+    # chromium's helper processes may still flush the profile for a moment after the browser exits
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         browser = Browser(shutil.which("chromium"), Path(profile))
         try:
             browser.call("Page.navigate", url=server + "/")
