@@ -9,7 +9,6 @@ writes), so ``generate_edits`` and ``log_likelihood`` equal ``EdiT5Model``'s bit
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,9 +17,9 @@ import torch
 from torch import nn
 
 from editspec.modeling.edit5_heads import EdiT5Heads
-from editspec.modeling.modeling_t5 import WEIGHTS, InferenceT5, activation
+from editspec.modeling.modeling_t5 import WEIGHTS, InferenceT5, Settings, checkpoint
 from editspec.modeling.modeling_t5 import supported as t5_supported
-from editspec.modeling.t5_layers import ACTIVATIONS, Block, Cache, LayerNorm, Stack, padding_mask, uninitialised
+from editspec.modeling.t5_layers import Block, Cache, LayerNorm, Stack, padding_mask, uninitialised
 
 # EdiT5Config's defaults, for the fields a config.json may leave out (tested against EdiT5Config)
 EDIT5_DEFAULTS = {"vocab_size": 32128, "d_model": 768, "d_kv": 64, "d_ff": 3072, "num_heads": 12, "num_layers": 12,
@@ -34,47 +33,24 @@ EDIT5_DEFAULTS = {"vocab_size": 32128, "d_model": 768, "d_kv": 64, "d_ff": 3072,
                   "t5_encoder": None}
 
 
-class EdiT5Settings:
+class EdiT5Settings(Settings):
     """An EdiT5 ``config.json`` as ``EdiT5Config`` reads it, with the T5 blocks' derived fields."""
 
     model_type = "edit5"
-
-    def __init__(self, values: dict):
-        for key, default in EDIT5_DEFAULTS.items():
-            setattr(self, key, values.get(key, default))
-        self.is_gated_act, self.dense_act_fn = activation(self.feed_forward_proj)
-
-    def to_dict(self) -> dict:
-        """The settings, as a transformers config's ``to_dict`` lists them."""
-        return {"model_type": self.model_type, **vars(self)}
-
-    @classmethod
-    def from_pretrained(cls, path: str | os.PathLike) -> "EdiT5Settings":
-        return cls(json.loads((Path(path) / "config.json").read_text(encoding="utf-8")))
+    DEFAULTS = EDIT5_DEFAULTS
 
 
 def supported(path: str | os.PathLike) -> str | None:
     """None when ``InferenceEdiT5`` reads the checkpoint at ``path`` (and the T5 it sits on), else why not."""
-    where = Path(path)
-    if not (where / "config.json").is_file() or not (where / WEIGHTS).is_file():
-        return f"no config.json and {WEIGHTS} in {path}"
-    try:
-        values = json.loads((where / "config.json").read_text(encoding="utf-8"))
-        from safetensors import safe_open
-
-        with safe_open(str(where / WEIGHTS), "pt") as f:
-            keys = set(f.keys())
-    except Exception as e:  # a damaged file: EdiT5Model's load reports it
-        return f"unreadable: {e}"
-    if not isinstance(values, dict) or values.get("model_type") != "edit5":
-        return "not an edit5 config"
+    found = checkpoint(path, EdiT5Settings)
+    if isinstance(found, str):
+        return found
+    values, keys = found
     settings = EdiT5Settings(values)
-    if settings.dense_act_fn not in ACTIVATIONS:
-        return f"activation {settings.dense_act_fn}"
     if settings.tie_word_embeddings and "lm_head.weight" in keys:
         return "a tied output layer saved apart"
     if settings.t5_encoder:
-        return t5_supported(where / settings.t5_encoder)
+        return t5_supported(Path(path) / settings.t5_encoder)
     return None
 
 

@@ -41,35 +41,49 @@ def activation(feed_forward_proj: str) -> tuple[bool, str]:
     return parts[0] == "gated", "gelu_new" if feed_forward_proj == "gated-gelu" else parts[-1]
 
 
-class T5Settings:
-    """A T5 ``config.json`` as ``T5Config`` reads it (the derived fields included)."""
+class Settings:
+    """A ``config.json`` as its transformers config reads it: ``DEFAULTS`` for the fields it leaves
+    out, and the T5 blocks' derived fields."""
 
-    model_type = "t5"
+    model_type = ""
+    DEFAULTS: dict = {}
 
     def __init__(self, values: dict):
-        for key, default in T5_DEFAULTS.items():
+        for key, default in self.DEFAULTS.items():
             setattr(self, key, values.get(key, default))
-        if self.num_decoder_layers is None:
-            self.num_decoder_layers = self.num_layers
-        if self.decoder_start_token_id is None:
-            self.decoder_start_token_id = self.pad_token_id
         self.is_gated_act, self.dense_act_fn = activation(self.feed_forward_proj)
-        # T5 1.0 scales the decoder output before the tied head
-        self.scale_decoder_outputs = values.get("scale_decoder_outputs", values.get("tie_word_embeddings", True) is not False)
-        self.tie_word_embeddings = True
-        self.is_encoder_decoder = True
 
     def to_dict(self) -> dict:
         """The settings, as a transformers config's ``to_dict`` lists them."""
         return {"model_type": self.model_type, **vars(self)}
 
     @classmethod
-    def from_pretrained(cls, path: str | os.PathLike) -> "T5Settings":
+    def from_pretrained(cls, path: str | os.PathLike):
         return cls(json.loads((Path(path) / "config.json").read_text(encoding="utf-8")))
 
 
-def supported(path: str | os.PathLike) -> str | None:
-    """None when ``InferenceT5`` reads the checkpoint at ``path``, else why not."""
+class T5Settings(Settings):
+    """A T5 ``config.json`` as ``T5Config`` reads it (the derived fields included)."""
+
+    model_type = "t5"
+    DEFAULTS = T5_DEFAULTS
+
+    def __init__(self, values: dict):
+        super().__init__(values)
+        if self.num_decoder_layers is None:
+            self.num_decoder_layers = self.num_layers
+        if self.decoder_start_token_id is None:
+            self.decoder_start_token_id = self.pad_token_id
+        # T5 1.0 scales the decoder output before the tied head
+        self.scale_decoder_outputs = values.get("scale_decoder_outputs", values.get("tie_word_embeddings", True) is not False)
+        self.tie_word_embeddings = True
+        self.is_encoder_decoder = True
+
+
+def checkpoint(path: str | os.PathLike, settings: type[Settings]) -> tuple[dict, set[str]] | str:
+    """(its config.json, its weights' names) of a checkpoint of ``settings.model_type`` with one
+    safetensors file and an activation ``t5_layers`` has; else why it is none we read
+    (transformers then loads it, and reports what is damaged)."""
     where = Path(path)
     if not (where / "config.json").is_file() or not (where / WEIGHTS).is_file():
         return f"no config.json and {WEIGHTS} in {path}"
@@ -79,13 +93,20 @@ def supported(path: str | os.PathLike) -> str | None:
 
         with safe_open(str(where / WEIGHTS), "pt") as f:
             keys = set(f.keys())
-    except Exception as e:  # a damaged file: transformers' load reports it
+    except Exception as e:  # a damaged file
         return f"unreadable: {e}"
-    if not isinstance(values, dict) or values.get("model_type") != "t5":
-        return "not a t5 config"
-    settings = T5Settings(values)
-    if settings.dense_act_fn not in ACTIVATIONS:
-        return f"activation {settings.dense_act_fn}"
+    if not isinstance(values, dict) or values.get("model_type") != settings.model_type:
+        return f"not a {settings.model_type} config"
+    act = settings(values).dense_act_fn
+    return f"activation {act}" if act not in ACTIVATIONS else (values, keys)
+
+
+def supported(path: str | os.PathLike) -> str | None:
+    """None when ``InferenceT5`` reads the checkpoint at ``path``, else why not."""
+    found = checkpoint(path, T5Settings)
+    if isinstance(found, str):
+        return found
+    values, keys = found
     if "lm_head.weight" in keys or values.get("tie_word_embeddings") is False:
         return "an untied output layer"
     return None
