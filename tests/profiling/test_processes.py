@@ -5,6 +5,7 @@ bookkeeping is tested here; the numbers are the README's)."""
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from editspec.profiling import processes
 
@@ -21,12 +22,25 @@ def test_processes_report(bundle, dev_m2, tmp_path):
         assert all(len(w) == 2 and min(w) > 0 for w in report["runs"][n].values())
         assert report["median"][n]["ct2"] > 0 and report["default_equals_t5"][n]
         assert report["ratios"][n]["t5_over_default"] > 0
+        assert report["ratios"][n]["peer_over_default"] == report["ratios"][n]["ct2_over_default"]  # 1 thread: one script
+    assert len(report["import_torch"]["runs"]) == 2 and report["import_torch"]["median"] > 0
     assert [g["goal"] for g in report["goals"]] == [processes.GOALS[1]]
     text = (out / "processes.md").read_text()
-    assert "| 1 |" in text and "CTranslate2" in text and "equals" in text
+    assert "| 1 |" in text and "CTranslate2" in text and "equals" in text and "import torch" in text
 
 
 def test_goals_are_read_off_the_medians():
     median = {1: {"default": 1.2}, 500: {"default": 4.0, "t5": 6.0, "ct2": 4.1},
               2000: {"default": 8.0, "t5": 17.0, "ct2": 11.9}}
     assert [g["met"] for g in processes.goals(median)] == [True, True, False]  # 11.9 / 8 < 1.5
+
+
+def test_the_peer_is_the_faster_script():
+    """2 threads: the script runs on 1 and on 2, and the goals hold against the faster."""
+    ways = processes.commands(Path("in.txt"), Path("out"), 2, Path("ct2"), Path("tok.json"), [])
+    assert set(ways) == {"default", "t5", "ct2", "ct2-1"} and ways["ct2-1"][-1] == "1" and ways["ct2"][-1] == "2"
+    assert set(processes.commands(Path("in.txt"), Path("out"), 1, Path("ct2"), Path("tok.json"), [])) == \
+        {"default", "t5", "ct2"}
+    median = {500: {"default": 4.0, "t5": 6.0, "ct2": 9.0, "ct2-1": 3.9},
+              2000: {"default": 8.0, "t5": 17.0, "ct2": 30.0, "ct2-1": 12.5}}
+    assert [g["met"] for g in processes.goals(median)] == [False, True]  # 3.9 < 4.0; 12.5 / 8 >= 1.5
