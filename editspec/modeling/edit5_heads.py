@@ -13,19 +13,13 @@ The design, the factorisation and the worked example are in ``modeling_edit5``'s
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
-
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from editspec.modeling.tensors import IGNORE, label_log_probs, pad
+from editspec.modeling.tensors import IGNORE, label_log_probs
 from editspec.modeling.t5_layers import relative_position_bucket
-from editspec.tokenization.edits import DELETE, KEEP, Edits, realize_aligned
-from editspec.tokenization.tokens import encode, marker_ids, render
-
-if TYPE_CHECKING:
-    from transformers import PreTrainedTokenizerBase
+from editspec.tokenization.edits import KEEP, Edits
 
 
 # what a shared-encoder EdiT5 reads from its T5 (never saved with it), and the T5 settings that
@@ -357,23 +351,6 @@ class EdiT5Heads:
         for row in torch.stack(out, 1).tolist() if out else [[] for _ in range(batch)]:
             result.append(row[: row.index(eos) + 1] if eos in row else row)
         return result
-
-    def correct(
-        self, tok: PreTrainedTokenizerBase, texts: Sequence[str], batch_size: int = 32,
-        max_insertion_tokens: int = 64,
-    ) -> list[str]:
-        """Corrected texts: encode, generate_edits, realize, render (source characters kept)."""
-        markers, eos = marker_ids(tok), tok.eos_token_id
-        encoded = encode(tok, texts)
-        out = []
-        for start in range(0, len(encoded), batch_size):
-            chunk = encoded[start : start + batch_size]
-            ids = [e.ids + [eos] for e in chunk]
-            input_ids = pad(ids, tok.pad_token_id).to(self.device)
-            attention_mask = pad([[1] * len(i) for i in ids], 0).to(self.device)
-            for enc, edits in zip(chunk, self.generate_edits(input_ids, attention_mask, max_insertion_tokens)):
-                out.append(render(tok, enc, realize_aligned(enc.ids, edits, markers, eos)))
-        return out
 
     # -- the heads on a T5's encoder --
 

@@ -15,6 +15,7 @@ from editspec.modeling.edit5_heads import decode_order
 from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
 from editspec.modeling.tensors import IGNORE
 from editspec.tokenization.tokens import encode, marker_ids
+from editspec.decoding.modes import EDIT5, Loaded
 from tests.helpers import pairs
 
 TINY = dict(d_model=32, d_kv=8, d_ff=64, num_heads=4, num_layers=2, num_decoder_layers=1,
@@ -184,7 +185,9 @@ def test_overfits_to_exact_targets(tokenizer, trained):
         src, tgt = (x.ids for x in encode(tokenizer, [source, target]))
         assert realize(src, e, markers, eos) == tgt, (source, target, e, step)
     assert any(e.reordered for e in edits)  # the swap was undone by the pointer network
-    assert model.correct(tokenizer, [s for s, _ in data], batch_size=7) == [t for _, t in data]
+    # as the edit5 mode decodes (``Corrector``, training's dev scoring): 7 rows a batch, each its own budget
+    models, encoded = Loaded(edit5=model, edit5_tokenizer=tokenizer), encode(tokenizer, [s for s, _ in data])
+    assert EDIT5.render(models, encoded, EDIT5.run(models, encoded, 7)[0]) == [t for _, t in data]
 
 
 def test_batch_equals_single(tokenizer, trained):
