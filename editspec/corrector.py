@@ -365,12 +365,17 @@ class Corrector:
         if self.rescore:  # the output model undoes the edits it scores lower than their absence
             with self.timings("rescore"):
                 changed = [i for i in order if out[i] != units[i]]
-                score = rescoring.scorer(self.output_model, self.tokenizer, batch_size=4 * self.batch_size,
-                                         prefix=prefix, known=known)
+                score = self.scorer(known)
                 rescored = rescoring.rescore([units[i] for i in changed], [out[i] for i in changed], score)
                 for i, text in zip(changed, rescored):
                     out[i] = text
         return out
+
+    def scorer(self, known: rescoring.Known | None = None) -> rescoring.Scorer:
+        """Rescoring's scorer: the output model's, as its mode gives it (``known``: a T5 decode's own
+        scores, ``rescoring.Known``)."""
+        prefix = self.prefix if self.t5 is not None else ""
+        return self._mode.scorer(self, 4 * self.batch_size, prefix, known)
 
     @property
     def _mode(self) -> Edit5Mode | T5Mode:

@@ -22,7 +22,7 @@ import torch
 
 from editspec import modes
 from editspec.modeling.tensors import model_inputs
-from editspec.decoding import core, drafters, edit5
+from editspec.decoding import core, drafters, edit5, rescoring
 from editspec.decoding.budgets import insertion_budget, output_budget
 from editspec.decoding.drafters import Drafter
 from editspec.decoding.window import WindowPolicy
@@ -109,6 +109,11 @@ class Edit5Mode:
         """The outputs as text, each kept token's characters copied from the source."""
         return [render(models.edit5_tokenizer, e, pairs) for e, pairs in zip(encoded, outputs)]
 
+    def scorer(self, models: Models, batch_size: int = 64, prefix: str = "",
+               known: rescoring.Known | None = None) -> rescoring.Scorer:
+        """Rescoring's scores of the outputs: EdiT5's own (``prefix`` and ``known`` are T5's alone)."""
+        return rescoring.edit5_scorer(models.edit5, models.edit5_tokenizer, batch_size)
+
 
 class T5Mode:
     """T5 greedy on the decoding core: a run's outputs are T5 ids per row (no EOS)."""
@@ -143,6 +148,12 @@ class T5Mode:
     def render(self, models: Models, encoded: Sequence[Encoded], outputs) -> list[str]:
         """The outputs as text, aligned to the source (``render_ids``)."""
         return [render_ids(models.t5_tokenizer, e, out) for e, out in zip(encoded, outputs)]
+
+    def scorer(self, models: Models, batch_size: int = 64, prefix: str = "",
+               known: rescoring.Known | None = None) -> rescoring.Scorer:
+        """Rescoring's scores of the outputs: the T5's, ``prefix`` before each source, ``known`` the
+        decode's own scores (``rescoring.t5_scorer``)."""
+        return rescoring.t5_scorer(models.t5, models.t5_tokenizer, batch_size, prefix, known)
 
 
 class SpeculativeMode(T5Mode):

@@ -261,10 +261,10 @@ def test_log_likelihood_sums_what_the_losses_average(tokenizer):
 
 def test_rescoring_keeps_the_learned_edits_and_undoes_a_wrong_one(tokenizer, trained):
     from editspec.text.diff import diff
-    from editspec.decoding.rescoring import rescore, scorer
+    from editspec.decoding.rescoring import edit5_scorer, rescore
 
     model, data, _, _ = trained
-    score = scorer(model, tokenizer, batch_size=6)
+    score = edit5_scorer(model, tokenizer, batch_size=6)
     changed = [(s, t) for s, t in data if s != t]
     assert len(changed) >= 12
     assert rescore([s for s, _ in changed], [t for _, t in changed], score) == [t for _, t in changed]
