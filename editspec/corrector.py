@@ -127,7 +127,7 @@ class Corrector:
 
     def fresh_draft_costs(self) -> drafters.DraftCosts:
         """Draft costs as a new process starts them: from those kept for these models, if any."""
-        costs = drafters.DraftCosts(drafters.CANDIDATES)
+        costs = drafters.DraftCosts()
         key = self._drafts_key()
         if key is not None:
             costs.restore(measured.load("drafts", key))

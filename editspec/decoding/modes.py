@@ -56,7 +56,7 @@ class Loaded:
     t5_tokenizer: object = None
     edit5: torch.nn.Module | None = None
     edit5_tokenizer: object = None
-    draft_costs: drafters.DraftCosts = field(default_factory=lambda: drafters.DraftCosts(drafters.CANDIDATES))
+    draft_costs: drafters.DraftCosts = field(default_factory=drafters.DraftCosts)
 
     def __post_init__(self) -> None:
         self.markers = marker_ids(self.edit5_tokenizer) if self.edit5 is not None else []

@@ -31,7 +31,7 @@ from editspec.profiling import ct2 as ct2_peer
 from editspec.profiling.architectures import known, profile_architectures
 from editspec.profiling.data import read_data
 from editspec.profiling.end_to_end import end_to_end as whole_path
-from editspec.profiling.modes import NEEDS, check_modes
+from editspec.modes import BY_NAME, check_modes
 from editspec.profiling.pipeline import profile_pipeline
 from editspec.profiling.profiler import Profiler, profile_modes
 from editspec.profiling.report import write_report
@@ -114,7 +114,7 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
             if draft_dir is None:
                 root = Path(model) if model else DEFAULT_MODEL
                 draft_dir = root / "t5-draft" if (root / "t5-draft" / "config.json").is_file() else None
-            if draft_dir is not None and any(NEEDS[m][-1] == "t5-draft" for m in modes):
+            if draft_dir is not None and any("t5-draft" in BY_NAME[m].needs for m in modes):
                 small, small_tok = load_t5(draft_dir, device=dev, dtype=torch_dtype, transformers=True)
                 if corrector.t5_tokenizer is not None and small_tok.get_vocab() != corrector.t5_tokenizer.get_vocab():
                     raise EditspecError(f"the small T5 at {draft_dir} has another tokenizer than the T5")

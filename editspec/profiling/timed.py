@@ -1,4 +1,4 @@
-"""How ``editspec profile`` runs and times each mode: one object per mode of ``profiling.modes``.
+"""How ``editspec profile`` runs and times each mode: one object per mode of ``editspec.modes``.
 
     Core       our T5 on the decoding core: ``t5`` and ``speculative`` are the corrector's own
                mode objects (``editspec.decoding.modes``: drafter, slots and budgets as
@@ -24,8 +24,8 @@ from editspec.decoding import core, drafters
 from editspec.decoding import modes as decoding_modes
 from editspec.decoding.modes import Edit5Mode, Models, T5Mode
 from editspec.decoding.window import WindowPolicy
+from editspec import modes
 from editspec.modes import Mode
-from editspec.profiling import modes
 from editspec.profiling.clock import Clock, Recorder
 from editspec.profiling.drafters import TimedDrafter
 from editspec.tokenization.edits import realize
