@@ -20,6 +20,7 @@ from rapidfuzz.distance import Indel
 
 from editspec.data.m2 import read_blocks
 from editspec.data.corpora import evenly_spaced
+from editspec.decoding.decoder import Decoder
 from editspec.decoding.modes import MODES, Loaded
 from editspec.evaluation.run import evaluate as evaluate_corrections
 from editspec.evaluation.stats import detection_auc
@@ -90,6 +91,7 @@ def correct_fn_for(net, kind: ModelKind, tok, max_length: int, respell: bool = F
             outputs, _ = mode.run(models, rows, DECODE_ROWS)
             for i, text in zip(batch, mode.render(models, rows, outputs)):
                 out[i] = text
+        Decoder.release(net)  # the decoding core's cache goes: until the next evaluation, training needs the memory
         return out
 
     return correct

@@ -171,22 +171,22 @@ def generate(
             done(i)
     if not waiting:
         return out, stats
-    dec = Decoder(model, slots, max(map(len, sources)), max(budget) + 1)
-    stats.widths = (dec.xmask.shape[1], dec.k[0].shape[2])
-    st = _Stream(dec, drafter, window if drafter is not None else None,
-                 Sampling(temperature, top_p, generator) if do_sample else None, done,
-                 sources, budget, out, stats, waiting, [None] * slots, [dec.start] * slots)
-    while True:
-        refill(st)
-        rows = st.rows()
-        if not rows:
-            return out, stats
-        drafts = draft(st, rows)
-        logits, choices = verify(st, rows, drafts)
-        stats.passes += 1
-        emitted = accept(st, rows, drafts, choices)
-        if scores:
-            add_scores(stats, logits, emitted)
+    with Decoder.lease(model, slots, max(map(len, sources)), max(budget) + 1) as dec:  # the model's own, reset
+        stats.widths = (dec.xmask.shape[1], dec.k[0].shape[2])
+        st = _Stream(dec, drafter, window if drafter is not None else None,
+                     Sampling(temperature, top_p, generator) if do_sample else None, done,
+                     sources, budget, out, stats, waiting, [None] * slots, [dec.start] * slots)
+        while True:
+            refill(st)
+            rows = st.rows()
+            if not rows:
+                return out, stats
+            drafts = draft(st, rows)
+            logits, choices = verify(st, rows, drafts)
+            stats.passes += 1
+            emitted = accept(st, rows, drafts, choices)
+            if scores:
+                add_scores(stats, logits, emitted)
 
 
 def refill(st: _Stream) -> None:
@@ -301,28 +301,28 @@ def score(model: T5ForConditionalGeneration, sources: Sequence[Sequence[int]],
     given = given or [()] * len(targets)
     order = sorted(range(len(targets)), key=lambda i: (len(sources[i]), len(targets[i])))
     slots = min(slots, len(order))
-    dec = Decoder(model, slots, max(widths[0], *map(len, sources)), max(widths[1], *map(len, targets)))
-    for at in range(0, len(order), slots):
-        chunk = order[at:at + slots]
-        distinct = {tuple(sources[i]): None for i in chunk}
-        index = {src: n for n, src in enumerate(distinct)}
-        _, mask, hidden = dec.encode([list(src) for src in distinct])
-        which = torch.tensor([index[tuple(sources[i])] for i in chunk], device=hidden.device)
-        rows = list(range(len(chunk)))
-        dec.admit(rows, mask[which], hidden[which])
-        # the packed positions whose logits are new: each pair's tokens after its given ones
-        wanted, offset = [], 0
-        for i in chunk:
-            wanted += range(offset + len(given[i]), offset + len(targets[i]))
-            offset += len(targets[i])
-        logits = dec.forward(rows, [[dec.start, *targets[i][:-1]] for i in chunk],
-                             None if len(wanted) == offset else wanted)  # [new tokens, vocab]
-        values = iter(t5.token_log_probs(logits, [t for i in chunk for t in targets[i][len(given[i]):]]))
-        for i in chunk:
-            for value in given[i]:
-                out[i] += value
-            for _ in targets[i][len(given[i]):]:
-                out[i] += next(values)
+    with Decoder.lease(model, slots, max(widths[0], *map(len, sources)), max(widths[1], *map(len, targets))) as dec:
+        for at in range(0, len(order), slots):
+            chunk = order[at:at + slots]
+            distinct = {tuple(sources[i]): None for i in chunk}
+            index = {src: n for n, src in enumerate(distinct)}
+            _, mask, hidden = dec.encode([list(src) for src in distinct])
+            which = torch.tensor([index[tuple(sources[i])] for i in chunk], device=hidden.device)
+            rows = list(range(len(chunk)))
+            dec.admit(rows, mask[which], hidden[which])
+            # the packed positions whose logits are new: each pair's tokens after its given ones
+            wanted, offset = [], 0
+            for i in chunk:
+                wanted += range(offset + len(given[i]), offset + len(targets[i]))
+                offset += len(targets[i])
+            logits = dec.forward(rows, [[dec.start, *targets[i][:-1]] for i in chunk],
+                                 None if len(wanted) == offset else wanted)  # [new tokens, vocab]
+            values = iter(t5.token_log_probs(logits, [t for i in chunk for t in targets[i][len(given[i]):]]))
+            for i in chunk:
+                for value in given[i]:
+                    out[i] += value
+                for _ in targets[i][len(given[i]):]:
+                    out[i] += next(values)
     return out
 
 
