@@ -156,7 +156,7 @@ class EdiT5(Timed):
 
     def instrument(self, p, rec, batch):
         rec.time_module(p.edit5.encoder, "encoder")
-        rec.mark_module(p.edit5.decoder.block[0], "step")
+        rec.mark_module(p.edit5.insertion.decoder.block[0], "step")
 
     def decode(self, p, batch, reference, rec):
         with torch.inference_mode():
