@@ -207,6 +207,14 @@ def profile_modes(profiler: Profiler, sources: list[str], modes: Sequence[str], 
                 trace(lambda: profiler.run(mode, groups[0], reference), trace_dir / f"trace-{mode}.json",
                       profiler.device)
 
+    mode_reports(profiler, report, run_modes, samples, same, unsupported)
+    ordered = {m: report[m] for m in BY_NAME if m in report}
+    return ordered, {"samples": samples, "sentences": len(keep), "skipped_long": len(sources) - len(keep)}
+
+
+def mode_reports(profiler: Profiler, report: dict, run_modes: list[str], samples: dict[str, list[Sample]],
+                 same: dict[str, list[bool]], unsupported: dict[str, str]) -> None:
+    """Each run mode's entry of ``report``: its samples summarized against T5's (and CTranslate2's)."""
     t5_latency = median(summary([s.latency for s in samples[REFERENCE]]))
     t5_step = median(summary([x for s in samples[REFERENCE] for x in s.steps]))
     for mode in run_modes:
@@ -221,8 +229,6 @@ def profile_modes(profiler: Profiler, sources: list[str], modes: Sequence[str], 
     if ct2.get("status") == "ok":  # the peer a user would pick: its median latency / each mode's
         for e in (report[m] for m in run_modes if report[m].get("status") == "ok"):
             e["speedup_vs_ct2_greedy"] = ct2["latency_ms"]["median"] / e["latency_ms"]["median"]
-    ordered = {m: report[m] for m in BY_NAME if m in report}
-    return ordered, {"samples": samples, "sentences": len(keep), "skipped_long": len(sources) - len(keep)}
 
 
 def trace(fn: Callable[[], object], path: Path, device: torch.device) -> None:
