@@ -85,7 +85,8 @@ def correct_fn_for(net, kind: ModelKind, tok, max_length: int, respell: bool = F
         encoded = encode(tok, texts)
         out = list(texts)
         # longest first (EdiT5 batches pad less); T5: one call, its ``DECODE_ROWS`` slots refilled
-        order = sorted((i for i, e in enumerate(encoded) if len(e.ids) < max_length), key=lambda i: -len(encoded[i].ids))
+        fits = [i for i, e in enumerate(encoded) if len(e.ids) < max_length]
+        order = sorted(fits, key=lambda i: -len(encoded[i].ids))
         for batch in mode.batches(order, DECODE_ROWS):
             rows = [encoded[i] for i in batch]
             outputs, _ = mode.run(models, rows, DECODE_ROWS)

@@ -113,9 +113,10 @@ class Decoder:
         shape = lambda n: (slots, self.heads, n, self.d_kv)  # noqa: E731
         layers = range(len(self.blocks))
         with torch.inference_mode(False):  # plain tensors: a call in inference mode or out of it may write them
-            self.k = [self._zeroed(("k", l), shape(max_target)) for l in layers]  # self-attention: [slots, H, target, d_kv]
+            # self-attention: [slots, H, target, d_kv]; cross-attention: [slots, H, source, d_kv]
+            self.k = [self._zeroed(("k", l), shape(max_target)) for l in layers]
             self.v = [self._zeroed(("v", l), shape(max_target)) for l in layers]
-            self.xk = [self._zeroed(("xk", l), shape(max_source)) for l in layers]  # cross-attention: [slots, H, source, d_kv]
+            self.xk = [self._zeroed(("xk", l), shape(max_source)) for l in layers]
             self.xv = [self._zeroed(("xv", l), shape(max_source)) for l in layers]
             self.xmask = self._zeroed(("xmask", 0), (slots, max_source), torch.bool)
         self.slots, self.length = slots, [0] * slots  # tokens in each slot's cache

@@ -493,4 +493,5 @@ class EdiT5Heads:
             self.insertion.lm_head.weight = self.shared.weight
 
     def _t5_parts(self) -> tuple[str, ...]:
-        return T5_PARTS + (("insertion.lm_head.",) if self.config.tie_word_embeddings else ())  # tied: the T5's embedding
+        tied = ("insertion.lm_head.",) if self.config.tie_word_embeddings else ()  # the T5's embedding
+        return T5_PARTS + tied

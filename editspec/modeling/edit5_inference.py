@@ -117,9 +117,11 @@ class InferenceEdiT5(EdiT5Heads, nn.Module):
         config = EdiT5Settings.from_pretrained(path)
         with uninitialised():
             model = cls(config)
-        state = {k: v.to(dtype) for k, v in load_file(str(Path(path) / WEIGHTS)).items()}  # renamed on load (the heads' hook)
+        # under the checkpoint's names: the heads' load_state_dict hook renames them to the modules'
+        state = {k: v.to(dtype) for k, v in load_file(str(Path(path) / WEIGHTS)).items()}
         missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
-        borrowed = model._t5_parts() if config.t5_encoder else ("insertion.lm_head.",) if config.tie_word_embeddings else ()
+        tied = ("insertion.lm_head.",) if config.tie_word_embeddings else ()
+        borrowed = model._t5_parts() if config.t5_encoder else tied
         lacking = [k for k in missing if not k.startswith(borrowed)]
         if unexpected or lacking:
             raise ValueError(f"{path}: weights {sorted(unexpected)[:3]} unexpected, {lacking[:3]} missing")

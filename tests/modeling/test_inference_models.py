@@ -189,7 +189,8 @@ def test_the_shipped_edit5_gives_the_outputs_it_gave():
 
     path = DEFAULT_MODEL / "edit5"
     with safe_open(str(path / "model.safetensors"), "pt") as f:  # the shipped weights keep their names
-        assert "tag_layer.layer.0.SelfAttention.q.weight" in f.keys() and not any(k.startswith("tagger.") for k in f.keys())
+        keys = set(f.keys())
+    assert "tag_layer.layer.0.SelfAttention.q.weight" in keys and not any(k.startswith("tagger.") for k in keys)
     tok = load_tokenizer(path)
     encoded = encode(tok, SHIPPED_TEXTS)
     ids, mask = model_inputs([e.ids for e in encoded], tok.eos_token_id, tok.pad_token_id, torch.device("cpu"))
