@@ -25,7 +25,6 @@ from editspec.errors import EditspecError
 from editspec.modes import CORRECTOR
 
 CONFIG_NAME = "corrector_config.json"
-MODES = tuple(CORRECTOR)  # their models: ``editspec.modes``; how they run: ``editspec.decoding.modes``
 QUANTIZATIONS = ("int8",)  # --quantize (editspec.modeling.quantization)
 
 
@@ -51,8 +50,8 @@ class CorrectorConfig:
     prefix: str = ""
 
     def __post_init__(self) -> None:
-        if self.mode is not None and self.mode not in MODES:
-            raise EditspecError(f"unknown mode {self.mode!r}; choose one of {', '.join(MODES)}")
+        if self.mode is not None and self.mode not in CORRECTOR:  # ``editspec.modes``: the one table
+            raise EditspecError(f"unknown mode {self.mode!r}; choose one of {', '.join(CORRECTOR)}")
         for name, kind in (("max_edit_words", int), ("rounds", int), ("spelling", bool), ("rescore", bool),
                            ("prefix", str)):
             value = getattr(self, name)

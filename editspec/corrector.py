@@ -127,7 +127,7 @@ class Corrector:
 
     def fresh_draft_costs(self) -> drafters.DraftCosts:
         """Draft costs as a new process starts them: from those kept for these models, if any."""
-        costs = drafters.DraftCosts(drafters.CANDIDATES)
+        costs = drafters.DraftCosts()
         key = self._drafts_key()
         if key is not None:
             costs.restore(measured.load("drafts", key))
@@ -365,12 +365,17 @@ class Corrector:
         if self.rescore:  # the output model undoes the edits it scores lower than their absence
             with self.timings("rescore"):
                 changed = [i for i in order if out[i] != units[i]]
-                score = rescoring.scorer(self.output_model, self.tokenizer, batch_size=4 * self.batch_size,
-                                         prefix=prefix, known=known)
+                score = self.scorer(known)
                 rescored = rescoring.rescore([units[i] for i in changed], [out[i] for i in changed], score)
                 for i, text in zip(changed, rescored):
                     out[i] = text
         return out
+
+    def scorer(self, known: rescoring.Known | None = None) -> rescoring.Scorer:
+        """Rescoring's scorer: the output model's, as its mode gives it (``known``: a T5 decode's own
+        scores, ``rescoring.Known``)."""
+        prefix = self.prefix if self.t5 is not None else ""
+        return self._mode.scorer(self, 4 * self.batch_size, prefix, known)
 
     @property
     def _mode(self) -> Edit5Mode | T5Mode:

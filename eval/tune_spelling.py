@@ -13,7 +13,7 @@ a set you do not report (FCE dev).
 
 With ``--model DIR`` (a bundle, or one checkpoint) the model whose output the bundle returns
 chooses each word's respelling among the rule's first ``--choices`` (the rule's own choice
-included): the one whose sentence it scores highest (``rescoring.scorer``: log P of the respelled
+included): the one whose sentence it scores highest (``Corrector.scorer``: log P of the respelled
 sentence given the sentence as written), each word judged with the others at the rule's choice.
 ``--margin`` nats more than the rule's choice are needed to override it.
 """
@@ -24,7 +24,6 @@ import argparse
 import itertools
 
 from editspec.corrector import Corrector
-from editspec.decoding.rescoring import scorer
 from editspec.evaluation.errant import ErrantEvaluator
 from editspec.text.spelling import Choose, Slot, Speller, fill
 
@@ -32,7 +31,7 @@ from editspec.text.spelling import Choose, Slot, Speller, fill
 def model_choice(model_dir: str, margin: float) -> Choose:
     """A ``Choose`` that asks the model of ``model_dir`` (see the module docstring)."""
     corrector = Corrector.from_pretrained(model_dir)
-    score = scorer(corrector.output_model, corrector.tokenizer)
+    score = corrector.scorer()
 
     def choose(written: str, text: str, slots: list[Slot]) -> list[str]:
         rule = [slot.options[0] for slot in slots]

@@ -96,18 +96,18 @@ def tiny_edit5(tok, identity: bool = False, max_order_positions: int = 24) -> Ed
     model = EdiT5Model(config)
     if identity:
         with torch.no_grad():
-            model.tag_classifier.weight.zero_()
-            model.tag_classifier.bias.copy_(torch.tensor([-5.0, 5.0]))  # [DELETE, KEEP]
-            model.pointer_query.weight.zero_()
-            model.pointer_query.bias.zero_()
-            for layer in model.decoder.block[0].layer:  # residual stream = start token embedding
+            model.tagger.classifier.weight.zero_()
+            model.tagger.classifier.bias.copy_(torch.tensor([-5.0, 5.0]))  # [DELETE, KEEP]
+            model.pointer.query.weight.zero_()
+            model.pointer.query.bias.zero_()
+            for layer in model.insertion.decoder.block[0].layer:  # residual stream = start token embedding
                 for name in ("SelfAttention", "EncDecAttention"):
                     if hasattr(layer, name):
                         getattr(layer, name).o.weight.zero_()
                 if hasattr(layer, "DenseReluDense"):
                     layer.DenseReluDense.wo.weight.zero_()
-            model.lm_head.weight.zero_()
-            model.lm_head.weight[tok.eos_token_id] = model.shared.weight[config.decoder_start_token_id]
+            model.insertion.lm_head.weight.zero_()
+            model.insertion.lm_head.weight[tok.eos_token_id] = model.shared.weight[config.decoder_start_token_id]
     return model
 
 

@@ -331,12 +331,12 @@ def test_corrector_rescores_after_the_guard_with_the_output_model(models, monkey
         monkeypatch.setattr(c, "_correct_batch", lambda encoded, *_: [outputs[e.text] for e in encoded])
         scored = []
 
-        def fake_scorer(model, tok, batch_size, **_):
+        def fake_scorer(model, tok, batch_size, *_):
             assert model is getattr(c, kind) and tok is c.tokenizer
             return lambda sources, targets: scored.extend(targets) or \
                 [(0 if "goes" in t else -5) - ("the" in t) for t in targets]  # "the" goes
 
-        monkeypatch.setattr(rescoring, "scorer", fake_scorer)
+        monkeypatch.setattr(rescoring, f"{kind}_scorer", fake_scorer)  # the mode's, by its output model
         assert c.correct(["He go to home. I like it. Yes."]) == ["He goes to home. I like it. Yes."]
         assert scored == ["He goes to the home.", "He go to the home.", "He goes to home."]  # not the guarded unit
     assert Corrector.from_pretrained(models / "bundle", device="cpu").rescore is False

@@ -18,19 +18,19 @@ from typing import Any, Sequence
 import torch
 from rapidfuzz.distance import Indel
 
-from editspec.modeling.tensors import pad
 from editspec.data.m2 import read_blocks
 from editspec.data.corpora import evenly_spaced
-from editspec.decoding.core import greedy
+from editspec.decoding.decoder import Decoder
+from editspec.decoding.modes import MODES, Loaded
 from editspec.evaluation.run import evaluate as evaluate_corrections
 from editspec.evaluation.stats import detection_auc
 from editspec.modeling.modeling_edit5 import tag_margins
 from editspec.text.spelling import respell_all
-from editspec.tokenization.tokens import encode, render_ids
+from editspec.tokenization.tokens import encode
 from training.models import ModelKind, component_losses
 
 TOKEN = re.compile(r"\w+(?:['’.-]\w+)*|'\w+|\S", re.UNICODE)  # words (with inner ' . -), clitics, marks
-DECODE_ROWS = 256  # sentences per greedy batch
+DECODE_ROWS = 256  # sentences per EdiT5 batch, T5 slots
 
 
 def words(text: str) -> list[str]:
@@ -73,25 +73,26 @@ class ApproxF05:
 
 
 def correct_fn_for(net, kind: ModelKind, tok, max_length: int, respell: bool = False):
-    """list[str] -> list[str] with the model being trained (greedy), for ``editspec.evaluation``;
-    with ``respell``, after the spelling step (``editspec.text.spelling``)."""
-    def correct_rows(texts: list[str]) -> list[str]:
-        if kind.name == "edit5":
-            return net.correct(tok, texts)
-        encoded = encode(tok, texts)
-        rows = [e.ids[: max_length - 1] + [tok.eos_token_id] for e in encoded]
-        ids = pad(rows, tok.pad_token_id).to(net.device)
-        mask = pad([[1] * len(r) for r in rows], 0).to(net.device)
-        return [render_ids(tok, e, out) for e, out in zip(encoded, greedy(net, ids, mask, max_length))]
+    """list[str] -> list[str] with the model being trained, for ``editspec.evaluation``: its kind's
+    mode (``decoding.modes``: greedy, each row's own output budget), as ``Corrector`` runs it; a
+    text of more than ``max_length`` ids with EOS stays as written, as the corrector keeps a unit
+    it cannot read whole. With ``respell``, after the spelling step (``editspec.text.spelling``)."""
+    models = Loaded(**{kind.name: net, f"{kind.name}_tokenizer": tok})
+    mode = MODES[kind.name]
 
     def correct(texts: list[str]) -> list[str]:
         texts = respell_all(texts) if respell else list(texts)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths pad less
-        out: list[str] = [""] * len(texts)
-        for a in range(0, len(order), DECODE_ROWS):
-            rows = order[a:a + DECODE_ROWS]
-            for i, text in zip(rows, correct_rows([texts[i] for i in rows])):
+        encoded = encode(tok, texts)
+        out = list(texts)
+        # longest first (EdiT5 batches pad less); T5: one call, its ``DECODE_ROWS`` slots refilled
+        fits = [i for i, e in enumerate(encoded) if len(e.ids) < max_length]
+        order = sorted(fits, key=lambda i: -len(encoded[i].ids))
+        for batch in mode.batches(order, DECODE_ROWS):
+            rows = [encoded[i] for i in batch]
+            outputs, _ = mode.run(models, rows, DECODE_ROWS)
+            for i, text in zip(batch, mode.render(models, rows, outputs)):
                 out[i] = text
+        Decoder.release(net)  # the decoding core's cache goes: until the next evaluation, training needs the memory
         return out
 
     return correct

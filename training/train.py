@@ -103,7 +103,7 @@ def flops_per_token(model: torch.nn.Module) -> tuple[float, float]:
     lookup = lambda n: n.startswith("shared.") or n.endswith("embed_tokens.weight")  # noqa: E731  (no arithmetic)
     enc = sum(per(p) for n, p in named if n.startswith("encoder.") and not lookup(n))
     dec = sum(per(p) for n, p in named if not n.startswith("encoder.") and not lookup(n))
-    if getattr(cfg, "tie_word_embeddings", False) and not any(n.startswith("lm_head.") for n, _ in named):
+    if getattr(cfg, "tie_word_embeddings", False) and not any(n.endswith("lm_head.weight") for n, _ in named):
         dec += 6.0 * cfg.d_model * cfg.vocab_size  # the output projection, tied to the embedding
     return enc, dec
 

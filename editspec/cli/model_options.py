@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import argparse
 
-from editspec.config import MODES, QUANTIZATIONS
+from editspec.config import QUANTIZATIONS
+from editspec.modes import CORRECTOR
 
 DTYPE_CHOICES = ("float32", "bfloat16")  # what --dtype names (the API takes more: modeling.precision)
 
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--mode", choices=MODES, default=None,
+    p.add_argument("--mode", choices=tuple(CORRECTOR), default=None,
                    help="edit5 (fastest), t5, or speculative (T5 output, drafted by EdiT5 or the source, "
                         "whichever measures faster; "
                         "default: the bundle's corrector_config.json, else speculative when both "

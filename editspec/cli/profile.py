@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from editspec.errors import EditspecError
-from editspec.profiling.modes import MODES, check_modes
+from editspec.modes import BY_NAME, check_modes
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -38,7 +38,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "(W&I dev lists CEFR levels A, B, C, N in turn: the first N are level A)")
     p.add_argument("--modes", nargs="+", default=None,
                    help=f"modes to time, or 'none' (default: all; t5 always runs as the reference): "
-                        f"{' '.join(MODES)}")
+                        f"{' '.join(BY_NAME)}")
     p.add_argument("--out", required=True, help="output directory for report.json, report.md, plots")
     p.add_argument("--warmup", type=int, default=5, help="untimed batches before timing")
     p.add_argument("--architectures", nargs="*", default=None, metavar="NAME",
@@ -96,7 +96,7 @@ def run_profile(args: argparse.Namespace) -> int:
         raise EditspecError("profile times several modes: use --modes")
     if args.processes:
         return run_processes(args)
-    modes = check_modes(args.modes or MODES) if set(args.modes or ()) != {"none"} else []
+    modes = check_modes(args.modes or tuple(BY_NAME)) if set(args.modes or ()) != {"none"} else []
     gamma = _gamma(args.gamma)
     from editspec.profiling.run import profile  # torch: only once the flags are known to be good
 

@@ -96,12 +96,27 @@ def accept_sampled(probs: torch.Tensor, draft: list[int],
     return len(draft), int(torch.multinomial(probs[len(draft)], 1, generator=generator))
 
 
+@dataclass(frozen=True)
+class Sampling:
+    """``generate``'s sampling: each step's distribution (``t5.token_probs``) and the generator."""
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    generator: torch.Generator | None = None
+
+
 @dataclass
 class _Stream:
-    """The loop's state over one ``generate`` call: each sentence's output and budget, which
-    sentence each slot decodes and the token it feeds next, and the sentences still waiting
-    (``staged``: encoded, not yet in a slot)."""
+    """The loop's state over one ``generate`` call: what it runs on (the model's ``Decoder``, the
+    drafter and its window, ``sampling`` or greedy, the ``done`` callback), each sentence's output
+    and budget, which sentence each slot decodes and the token it feeds next, and the sentences
+    still waiting (``staged``: encoded, not yet in a slot)."""
 
+    dec: Decoder
+    drafter: Drafter | None
+    window: WindowPolicy | None
+    sampling: Sampling | None  # None: greedy
+    done: Callable[[int], None] | None
     sources: Sequence[Sequence[int]]
     budget: list[int]
     out: list[list[int]]
@@ -110,6 +125,10 @@ class _Stream:
     sentence: list[int | None]
     pending: list[int]
     staged: tuple[list[int], torch.Tensor | None, torch.Tensor | None] = field(default_factory=lambda: ([], None, None))
+
+    @property
+    def eos(self) -> int:
+        return self.dec.model.config.eos_token_id
 
     def rows(self) -> list[int]:
         """The slots decoding a sentence."""
@@ -152,103 +171,103 @@ def generate(
             done(i)
     if not waiting:
         return out, stats
-    dec = Decoder(model, slots, max(map(len, sources)), max(budget) + 1)
-    stats.widths = (dec.xmask.shape[1], dec.k[0].shape[2])
-    st = _Stream(sources, budget, out, stats, waiting, [None] * slots, [dec.start] * slots)
-    while True:
-        refill(st, dec, model, drafter)
-        rows = st.rows()
-        if not rows:
-            return out, stats
-        drafts = draft(st, rows, drafter, window, eos)
-        logits, choices = verify(dec, rows, [[st.pending[s]] + d for s, d in zip(rows, drafts)], do_sample,
-                                 temperature, top_p)
-        stats.passes += 1
-        emitted = accept(st, dec, rows, drafts, choices, drafter, window, eos, generator, done)
-        if scores:
-            add_scores(stats, logits, emitted)
+    with Decoder.lease(model, slots, max(map(len, sources)), max(budget) + 1) as dec:  # the model's own, reset
+        stats.widths = (dec.xmask.shape[1], dec.k[0].shape[2])
+        st = _Stream(dec, drafter, window if drafter is not None else None,
+                     Sampling(temperature, top_p, generator) if do_sample else None, done,
+                     sources, budget, out, stats, waiting, [None] * slots, [dec.start] * slots)
+        while True:
+            refill(st)
+            rows = st.rows()
+            if not rows:
+                return out, stats
+            drafts = draft(st, rows)
+            logits, choices = verify(st, rows, drafts)
+            stats.passes += 1
+            emitted = accept(st, rows, drafts, choices)
+            if scores:
+                add_scores(stats, logits, emitted)
 
 
-def refill(st: _Stream, dec: Decoder, model: T5ForConditionalGeneration, drafter: Drafter | None) -> None:
+def refill(st: _Stream) -> None:
     """Free slots (their sentence ended) take waiting sentences, encoded ``slots`` at a time in
     one batch ahead of the slots they will take (the drafter sees each batch's encoder states)."""
     free = [s for s in range(len(st.sentence)) if st.sentence[s] is None]
     while free and (st.staged[0] or st.waiting):
         if not st.staged[0]:  # encode the next ``slots`` sentences in one batch
             new = [st.waiting.popleft() for _ in range(min(len(st.sentence), len(st.waiting)))]
-            ids, mask, hidden = dec.encode([list(st.sources[i]) for i in new])
-            if drafter is not None:
-                drafter.encoded(new, ids, mask, hidden, model.encoder)
+            ids, mask, hidden = st.dec.encode([list(st.sources[i]) for i in new])
+            if st.drafter is not None:
+                st.drafter.encoded(new, ids, mask, hidden, st.dec.model.encoder)
             st.staged = (new, mask, hidden)
         new, mask, hidden = st.staged
         k = min(len(free), len(new))
-        dec.admit(free[:k], mask[:k], hidden[:k])
+        st.dec.admit(free[:k], mask[:k], hidden[:k])
         for s, i in zip(free[:k], new[:k]):
-            st.sentence[s], st.pending[s] = i, dec.start
+            st.sentence[s], st.pending[s] = i, st.dec.start
         st.staged, free = (new[k:], mask[k:], hidden[k:]), free[k:]
 
 
-def draft(st: _Stream, rows: list[int], drafter: Drafter | None, window: WindowPolicy | None,
-          eos: int) -> list[list[int]]:
+def draft(st: _Stream, rows: list[int]) -> list[list[int]]:
     """Each row's draft: at most the window and what is left of the row's budget, cut after a
     drafted EOS."""
-    gamma = window.size(len(rows)) if drafter is not None else 0
+    gamma = st.window.size(len(rows)) if st.drafter is not None else 0
     drafts = []
     for s in rows:
         i = st.sentence[s]
         room = max(0, min(gamma, st.budget[i] - len(st.out[i]) - 1))
         # every pass asks, even for 0 tokens: a drafter may count passes (``Cheapest``)
-        d = list(drafter.propose(i, st.out[i], room))[:room] if drafter is not None else []
-        drafts.append(d[: d.index(eos) + 1] if eos in d else d)
+        d = list(st.drafter.propose(i, st.out[i], room))[:room] if st.drafter is not None else []
+        drafts.append(d[: d.index(st.eos) + 1] if st.eos in d else d)
     return drafts
 
 
-def verify(dec: Decoder, rows: list[int], feeds: list[list[int]], do_sample: bool, temperature: float,
-           top_p: float) -> tuple[torch.Tensor, torch.Tensor | list[int]]:
+def verify(st: _Stream, rows: list[int], drafts: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor | list[int]]:
     """One decoder pass over the rows' feeds (pending token + draft): its logits [T, vocab] (in
     >= float32) and the model's choice after each fed token (greedy: argmax ids; sampling: the
     distributions, ``t5.token_probs``)."""
-    logits = dec.forward(rows, feeds)  # [T, vocab]
+    logits = st.dec.forward(rows, [[st.pending[s]] + d for s, d in zip(rows, drafts)])  # [T, vocab]
     # in >= float32 (exact): torch's bf16 argmax is ~4x slower than its fp32 one (4.7 against 1.2 ms
     # over 160 rows), and the first maximum is the same index either way
     logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
-    return logits, t5.token_probs(logits, temperature, top_p) if do_sample else logits.argmax(-1).tolist()
+    if st.sampling is None:
+        return logits, logits.argmax(-1).tolist()
+    return logits, t5.token_probs(logits, st.sampling.temperature, st.sampling.top_p)
 
 
-def accept(st: _Stream, dec: Decoder, rows: list[int], drafts: list[list[int]], choices: torch.Tensor | list[int],
-           drafter: Drafter | None, window: WindowPolicy | None, eos: int, generator: torch.Generator | None,
-           done: Callable[[int], None] | None) -> list[tuple[int, int, list[int]]]:
+def accept(st: _Stream, rows: list[int], drafts: list[list[int]],
+           choices: torch.Tensor | list[int]) -> list[tuple[int, int, list[int]]]:
     """Per row: the draft's longest prefix the verifier agrees with (sampling: Leviathan et al.'s
     rule) plus its own next token; the cache, the counts and the output grow by them, and a row
     that ends (EOS or its budget) frees its slot. Returns (sentence, the pass's position of its
     first new token, the new tokens) per row."""
-    at, emitted = 0, []
+    at, emitted, eos = 0, [], st.eos
     for s, d in zip(rows, drafts):
         i, seg = st.sentence[s], slice(at, at + len(d) + 1)  # predictions for draft + 1
         at += len(d) + 1
-        if isinstance(choices, torch.Tensor):
-            k, own = accept_sampled(choices[seg], d, generator)
+        if st.sampling is not None:
+            k, own = accept_sampled(choices[seg], d, st.sampling.generator)
         else:
             k = next((j for j, (a, b) in enumerate(zip(d, choices[seg])) if a != b), len(d))
             own = choices[seg][k]
         new = d[:k] if eos in d[:k] else d[:k] + [own]
         emitted.append((i, seg.start, new))
-        dec.length[s] += 1 + k  # the pending token and the accepted draft are cached now
+        st.dec.length[s] += 1 + k  # the pending token and the accepted draft are cached now
         st.pending[s] = own
         st.stats.proposed[i] += len(d)
         st.stats.accepted[i] += k
         st.stats.row_passes[i] += 1
         st.stats.tokens[i] += len(new)
         st.out[i] += [t for t in new if t != eos]
-        if drafter is not None:
+        if st.drafter is not None:
             st.stats.windows.append((len(d), k))
-            window.update(k, len(d))
+            st.window.update(k, len(d))
         if new[-1] == eos or len(st.out[i]) >= st.budget[i]:
             st.sentence[s] = None
-            if drafter is not None:
-                drafter.finish(i, st.out[i])
-            if done is not None:
-                done(i)
+            if st.drafter is not None:
+                st.drafter.finish(i, st.out[i])
+            if st.done is not None:
+                st.done(i)
     return emitted
 
 
@@ -282,28 +301,28 @@ def score(model: T5ForConditionalGeneration, sources: Sequence[Sequence[int]],
     given = given or [()] * len(targets)
     order = sorted(range(len(targets)), key=lambda i: (len(sources[i]), len(targets[i])))
     slots = min(slots, len(order))
-    dec = Decoder(model, slots, max(widths[0], *map(len, sources)), max(widths[1], *map(len, targets)))
-    for at in range(0, len(order), slots):
-        chunk = order[at:at + slots]
-        distinct = {tuple(sources[i]): None for i in chunk}
-        index = {src: n for n, src in enumerate(distinct)}
-        _, mask, hidden = dec.encode([list(src) for src in distinct])
-        which = torch.tensor([index[tuple(sources[i])] for i in chunk], device=hidden.device)
-        rows = list(range(len(chunk)))
-        dec.admit(rows, mask[which], hidden[which])
-        # the packed positions whose logits are new: each pair's tokens after its given ones
-        wanted, offset = [], 0
-        for i in chunk:
-            wanted += range(offset + len(given[i]), offset + len(targets[i]))
-            offset += len(targets[i])
-        logits = dec.forward(rows, [[dec.start, *targets[i][:-1]] for i in chunk],
-                             None if len(wanted) == offset else wanted)  # [new tokens, vocab]
-        values = iter(t5.token_log_probs(logits, [t for i in chunk for t in targets[i][len(given[i]):]]))
-        for i in chunk:
-            for value in given[i]:
-                out[i] += value
-            for _ in targets[i][len(given[i]):]:
-                out[i] += next(values)
+    with Decoder.lease(model, slots, max(widths[0], *map(len, sources)), max(widths[1], *map(len, targets))) as dec:
+        for at in range(0, len(order), slots):
+            chunk = order[at:at + slots]
+            distinct = {tuple(sources[i]): None for i in chunk}
+            index = {src: n for n, src in enumerate(distinct)}
+            _, mask, hidden = dec.encode([list(src) for src in distinct])
+            which = torch.tensor([index[tuple(sources[i])] for i in chunk], device=hidden.device)
+            rows = list(range(len(chunk)))
+            dec.admit(rows, mask[which], hidden[which])
+            # the packed positions whose logits are new: each pair's tokens after its given ones
+            wanted, offset = [], 0
+            for i in chunk:
+                wanted += range(offset + len(given[i]), offset + len(targets[i]))
+                offset += len(targets[i])
+            logits = dec.forward(rows, [[dec.start, *targets[i][:-1]] for i in chunk],
+                                 None if len(wanted) == offset else wanted)  # [new tokens, vocab]
+            values = iter(t5.token_log_probs(logits, [t for i in chunk for t in targets[i][len(given[i]):]]))
+            for i in chunk:
+                for value in given[i]:
+                    out[i] += value
+                for _ in targets[i][len(given[i]):]:
+                    out[i] += next(values)
     return out
 
 

@@ -16,11 +16,19 @@ equalled greedy on every sentence profiled. In bfloat16 torch's attention kernel
 by the width (one of 256 outputs differed at batch 32, ``reports/speed.md``), so there attention is
 two plain matmuls around an fp32 softmax, and a window's logits are single steps' bit for bit.
 ``editspec.decoding.core`` runs the loop over it; ``editspec.decoding.window`` measures its passes' cost.
+
+Each model has one decoder (``Decoder.lease``), kept beside it across calls as gpt-fast sets its
+static cache up once: its flat buffers grow when a call needs more slots or positions, and each
+call's caches are zeroed views of them shaped as a new decoder's, so its numbers are a new one's.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+import threading
+import weakref
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Iterator
 
 import torch
 import torch.nn.functional as F
@@ -33,6 +41,11 @@ if TYPE_CHECKING:
     from transformers import T5ForConditionalGeneration
 
 
+# each model's decoder (``Decoder.lease``), dropped with the model
+_KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_KEPT_LOCK = threading.Lock()
+
+
 def exact_windows(model: T5ForConditionalGeneration) -> bool:
     """Whether a window pass gives each token the logits of single steps bit for bit, whatever the
     rows beside it (bf16: the plain-matmul attention below; float32's kernel differs in the last
@@ -41,22 +54,79 @@ def exact_windows(model: T5ForConditionalGeneration) -> bool:
 
 
 class Decoder:
-    """T5's decoder over ``slots`` rows, each with its own static cache and its own length."""
+    """T5's decoder over ``slots`` rows, each with its own static cache and its own length.
+
+    ``Decoder.lease(model, ...)`` gives the model's own decoder for one call: built once per model
+    and kept beside it (as gpt-fast sets its static cache up once), its buffers grown when a call
+    needs more rows or positions, and reset (``reset``) for each call."""
 
     def __init__(self, model: T5ForConditionalGeneration, slots: int, max_source: int, max_target: int):
         cfg, p = model.config, next(model.parameters())
-        self.model, self.blocks, self.slots = model, model.decoder.block, slots
+        self._model = weakref.ref(model)  # kept beside its model (``lease``): no reference back to it
+        self.blocks, self.dtype, self.device = model.decoder.block, p.dtype, p.device
         self.heads, self.d_kv = cfg.num_heads, cfg.d_kv
         self.start = cfg.decoder_start_token_id
         self.scale = cfg.d_model ** -0.5 if getattr(cfg, "scale_decoder_outputs", cfg.tie_word_embeddings) else 1.0
         self.rel = self.blocks[0].layer[0].SelfAttention  # owns the relative bias table
-        kv = lambda n: [torch.zeros(slots, self.heads, n, self.d_kv, dtype=p.dtype, device=p.device)
-                        for _ in self.blocks]
-        self.k, self.v = kv(max_target), kv(max_target)  # self-attention: [slots, H, target, d_kv]
-        self.xk, self.xv = kv(max_source), kv(max_source)  # cross-attention: [slots, H, source, d_kv]
-        self.xmask = torch.zeros(slots, max_source, dtype=torch.bool, device=p.device)
-        self.length = [0] * slots  # tokens in each slot's cache
         self.min = torch.finfo(p.dtype).min
+        self.lock = threading.Lock()  # held by the call that leased it
+        self._buffers: dict[tuple[str, int], torch.Tensor] = {}  # flat, grown; the caches are views of them
+        self.reset(slots, max_source, max_target)
+
+    @property
+    def model(self) -> T5ForConditionalGeneration:
+        return self._model()
+
+    @classmethod
+    @contextmanager
+    def lease(cls, model: T5ForConditionalGeneration, slots: int, max_source: int,
+              max_target: int) -> Iterator["Decoder"]:
+        """The model's decoder, reset to ``slots`` rows of ``max_source`` / ``max_target`` positions,
+        for the ``with`` block. A call while another holds it (another thread) gets one of its own."""
+        p = next(model.parameters())
+        with _KEPT_LOCK:
+            dec, fresh = _KEPT.get(model), False
+            if dec is None or (dec.dtype, dec.device) != (p.dtype, p.device):  # first call, or the model moved
+                dec = _KEPT[model] = cls(model, slots, max_source, max_target)
+                fresh = True
+            busy = not dec.lock.acquire(blocking=False)
+        if busy:
+            yield cls(model, slots, max_source, max_target)
+            return
+        try:
+            if not fresh:
+                dec.reset(slots, max_source, max_target)
+            yield dec
+        finally:
+            dec.lock.release()
+
+    @staticmethod
+    def release(model: T5ForConditionalGeneration) -> None:
+        """Drop the model's kept decoder and its buffers (training: between two dev evaluations)."""
+        with _KEPT_LOCK:
+            _KEPT.pop(model, None)
+
+    def reset(self, slots: int, max_source: int, max_target: int) -> None:
+        """Empty caches for ``slots`` rows: zeroed views of the kept buffers (grown if too small),
+        each of the shape and contiguous layout a new decoder's would have, so a call computes a new
+        decoder's numbers (every pass attends over the whole width: see ``_forward``)."""
+        shape = lambda n: (slots, self.heads, n, self.d_kv)  # noqa: E731
+        layers = range(len(self.blocks))
+        with torch.inference_mode(False):  # plain tensors: a call in inference mode or out of it may write them
+            # self-attention: [slots, H, target, d_kv]; cross-attention: [slots, H, source, d_kv]
+            self.k = [self._zeroed(("k", l), shape(max_target)) for l in layers]
+            self.v = [self._zeroed(("v", l), shape(max_target)) for l in layers]
+            self.xk = [self._zeroed(("xk", l), shape(max_source)) for l in layers]
+            self.xv = [self._zeroed(("xv", l), shape(max_source)) for l in layers]
+            self.xmask = self._zeroed(("xmask", 0), (slots, max_source), torch.bool)
+        self.slots, self.length = slots, [0] * slots  # tokens in each slot's cache
+
+    def _zeroed(self, key: tuple[str, int], shape: tuple[int, ...], dtype: torch.dtype | None = None) -> torch.Tensor:
+        n, buffer = math.prod(shape), self._buffers.get(key)
+        if buffer is None or buffer.numel() < n:
+            self._buffers[key] = torch.zeros(n, dtype=dtype or self.dtype, device=self.device)
+            return self._buffers[key].view(shape)
+        return buffer[:n].view(shape).zero_()
 
     def encode(self, sources: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(ids [b, S], mask [b, S], encoder states [b, S, d_model]) of ``sources`` (ids with

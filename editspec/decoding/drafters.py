@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 class Drafter:
     """Proposes draft tokens (verifier ids) for one sentence at a time."""
 
+    name = ""  # a speculative candidate's (``CANDIDATES``), as ``DraftCosts`` names it
     tokenizer = None  # tokenizer of the draft ids, if known
     eos: int = 1
 
@@ -119,8 +120,15 @@ class Follow(Drafter):
 class Copy(Follow):
     """The source is the draft (input-guided aggressive decoding, Sun et al. 2021)."""
 
+    name = "copy"
+
     def __init__(self, resync: bool = True, max_ngram: int = 3):
         super().__init__(None, resync, max_ngram)
+
+    @classmethod
+    def candidate(cls, edit5, markers: Sequence[int]) -> Drafter:
+        """The speculative mode's candidate: the source, mixed with the output's n-grams (``copy_draft``)."""
+        return copy_draft()
 
 
 class Ngram(Drafter):
@@ -150,6 +158,8 @@ class EdiT5(Follow):
     When its heads sit on the verifier's encoder (``EdiT5Model.sit_on``), they read the states
     the core computed: one encoder pass per sentence serves the draft and the verification."""
 
+    name = "edit5"
+
     def __init__(self, model, markers: Sequence[int], resync: bool = True,
                  max_insertion_tokens: int | None = None):
         super().__init__(None, resync)
@@ -157,6 +167,11 @@ class EdiT5(Follow):
             raise EditspecError("the EdiT5 drafter needs the marker ids: pass the EdiT5 tokenizer's")
         self.model, self.markers = model, list(markers)
         self.max_insertion_tokens = max_insertion_tokens
+
+    @classmethod
+    def candidate(cls, edit5, markers: Sequence[int]) -> Drafter:
+        """The speculative mode's candidate: EdiT5's output, mixed with the output's n-grams."""
+        return Mix(cls(edit5, markers), Ngram())
 
     def prepare(self, sources, eos):
         super().prepare(sources, eos)
@@ -181,6 +196,7 @@ class Mix(Drafter):
 
     def __init__(self, *drafters: Drafter):
         self.drafters = drafters
+        self.name = drafters[0].name  # the lead drafter's: "copy" is the source mixed with n-grams
         self.tokenizer = next((d.tokenizer for d in drafters if d.tokenizer is not None), None)
 
     def prepare(self, sources, eos):
@@ -221,11 +237,12 @@ class DraftCosts:
     longer needs as often (at batch 1, EdiT5's draft costs ~25 ms a probed sentence, against ~36 ms
     for the whole sentence's decoding)."""
 
-    def __init__(self, names: Sequence[str], probe: int = 32, period: int = 1024, settled: int = 8,
+    def __init__(self, names: Sequence[str] | None = None, probe: int = 32, period: int = 1024, settled: int = 8,
                  margin: float = 1.25):
-        self.names, self.probe, self.period = list(names), probe, period
+        # default: the speculative mode's candidates (``CANDIDATES``, from the drafters themselves)
+        self.names, self.probe, self.period = list(names or CANDIDATES), probe, period
         self.settled, self.margin = min(settled, probe), margin
-        self.seconds, self.probed, self.seen = [0.0] * len(names), 0, 0
+        self.seconds, self.probed, self.seen = [0.0] * len(self.names), 0, 0
         self.lock = threading.Lock()
 
     def reserve(self, n: int) -> list[bool]:
@@ -366,7 +383,8 @@ class Cheapest(Drafter):
             d.finish(index, output)
 
 
-CANDIDATES = ("edit5", "copy")  # the speculative mode's drafters, in ``DraftCosts`` order
+CANDIDATE_DRAFTERS = (EdiT5, Copy)  # the speculative mode's drafters, in ``DraftCosts`` order
+CANDIDATES = tuple(d.name for d in CANDIDATE_DRAFTERS)  # ("edit5", "copy"): ``DraftCosts`` names
 
 
 def copy_draft() -> Mix:
@@ -379,7 +397,7 @@ def speculative(edit5, markers: Sequence[int], costs: DraftCosts, verifier, slot
     measured, of EdiT5's output and the source, each mixed with the output's own n-grams; a pass
     costs what the core's cost model measured for ``verifier`` at ``slots`` rows, shared by them."""
     policy = WindowPolicy.measured(verifier, slots)
-    return Cheapest([Mix(EdiT5(edit5, markers), Ngram()), copy_draft()], costs,
+    return Cheapest([d.candidate(edit5, markers) for d in CANDIDATE_DRAFTERS], costs,
                     lambda width: policy.cost(width) / slots)
 
 

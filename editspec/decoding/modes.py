@@ -9,22 +9,25 @@
                  else by EdiT5's output in its own vocabulary, re-tokenized into T5's
 
 ``Corrector`` and ``editspec profile`` run these objects on their own loaded models (each is a
-``Models``): the profiler's ``speculative`` is the corrector's, drafter and budgets included.
+``Models``): the profiler's ``speculative`` is the corrector's, drafter and budgets included;
+training's dev scoring runs them on the model being trained (``Loaded``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence
 
 import torch
 
 from editspec import modes
 from editspec.modeling.tensors import model_inputs
-from editspec.decoding import core, drafters, edit5
-from editspec.decoding.budgets import output_budget
+from editspec.decoding import core, drafters, edit5, rescoring
+from editspec.decoding.budgets import insertion_budget, output_budget
 from editspec.decoding.drafters import Drafter
 from editspec.decoding.window import WindowPolicy
-from editspec.tokenization.tokens import Encoded, encode, render, render_ids
+from editspec.tokenization.edits import Edits, realize_aligned
+from editspec.tokenization.tokens import Encoded, encode, marker_ids, render, render_ids
 
 
 def shares_vocabulary(t5, t5_tokenizer, edit5, edit5_tokenizer) -> bool:
@@ -45,6 +48,25 @@ class Models(Protocol):
     device: torch.device
 
 
+@dataclass
+class Loaded:
+    """Loaded models as a ``Models`` (training's dev scoring: the model being trained, alone)."""
+
+    t5: torch.nn.Module | None = None
+    t5_tokenizer: object = None
+    edit5: torch.nn.Module | None = None
+    edit5_tokenizer: object = None
+    draft_costs: drafters.DraftCosts = field(default_factory=drafters.DraftCosts)
+
+    def __post_init__(self) -> None:
+        self.markers = marker_ids(self.edit5_tokenizer) if self.edit5 is not None else []
+        self.shared_vocab = shares_vocabulary(self.t5, self.t5_tokenizer, self.edit5, self.edit5_tokenizer)
+
+    @property
+    def device(self) -> torch.device:
+        return (self.t5 if self.t5 is not None else self.edit5).device
+
+
 class Edit5Mode:
     """EdiT5 alone: a run's outputs are (token, source index or None) per row."""
 
@@ -59,6 +81,15 @@ class Edit5Mode:
         """The rows (indices, longest first) in the groups ``run`` takes, one call each."""
         return [order[a:a + batch_size] for a in range(0, len(order), batch_size)]
 
+    def budgets(self, encoded: Sequence[Encoded]) -> list[int]:
+        """Each row's insertion budget, from its own length alone."""
+        return [insertion_budget(len(e.ids) + 1) for e in encoded]
+
+    def edits(self, models: Models, encoded: Sequence[Encoded], input_ids: torch.Tensor,
+              attention_mask: torch.Tensor) -> list[Edits]:
+        """EdiT5's edits of ``encoded``, padded as ``input_ids`` (ids with EOS), each within its budget."""
+        return edit5.edits(models.edit5, input_ids, attention_mask, self.budgets(encoded))
+
     def run(self, models: Models, encoded: Sequence[Encoded], slots: int, drafter: Drafter | None = None,
             done: Callable[[int], None] | None = None, window: int | WindowPolicy | None = None,
             scores: bool = False) -> tuple[list[list[tuple[int, int | None]]], None]:
@@ -68,7 +99,8 @@ class Edit5Mode:
         for at in range(0, len(encoded), slots):
             rows = encoded[at:at + slots]
             ids, mask = model_inputs([e.ids for e in rows], tok.eos_token_id, tok.pad_token_id, models.device)
-            out += edit5.realized(models.edit5, [e.ids for e in rows], ids, mask, models.markers, tok.eos_token_id)
+            out += [realize_aligned(e.ids, found, models.markers, tok.eos_token_id)
+                    for e, found in zip(rows, self.edits(models, rows, ids, mask))]
             for k in range(at, at + len(rows)) if done is not None else ():
                 done(k)
         return out, None
@@ -76,6 +108,11 @@ class Edit5Mode:
     def render(self, models: Models, encoded: Sequence[Encoded], outputs) -> list[str]:
         """The outputs as text, each kept token's characters copied from the source."""
         return [render(models.edit5_tokenizer, e, pairs) for e, pairs in zip(encoded, outputs)]
+
+    def scorer(self, models: Models, batch_size: int = 64, prefix: str = "",
+               known: rescoring.Known | None = None) -> rescoring.Scorer:
+        """Rescoring's scores of the outputs: EdiT5's own (``prefix`` and ``known`` are T5's alone)."""
+        return rescoring.edit5_scorer(models.edit5, models.edit5_tokenizer, batch_size)
 
 
 class T5Mode:
@@ -111,6 +148,12 @@ class T5Mode:
     def render(self, models: Models, encoded: Sequence[Encoded], outputs) -> list[str]:
         """The outputs as text, aligned to the source (``render_ids``)."""
         return [render_ids(models.t5_tokenizer, e, out) for e, out in zip(encoded, outputs)]
+
+    def scorer(self, models: Models, batch_size: int = 64, prefix: str = "",
+               known: rescoring.Known | None = None) -> rescoring.Scorer:
+        """Rescoring's scores of the outputs: the T5's, ``prefix`` before each source, ``known`` the
+        decode's own scores (``rescoring.t5_scorer``)."""
+        return rescoring.t5_scorer(models.t5, models.t5_tokenizer, batch_size, prefix, known)
 
 
 class SpeculativeMode(T5Mode):

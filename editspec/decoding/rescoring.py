@@ -18,8 +18,9 @@ the model that wrote the output, in teacher-forced passes over the variants (bat
 log P is the model's own: T5's teacher-forced probability of the output tokens, computed on the
 decoding core (``core.score``: the decoder's own window passes, so a pair scores what the decode
 computed for those tokens), EdiT5's of the tags, order and insertions that turn the source into it
-(``EdiT5Model.log_likelihood``, features as in training). The speculative mode's output is the
-T5's, so the T5 rescores it and the two modes still return the same text. Each edit is judged
+(``EdiT5Model.log_likelihood``, features as in training): each mode's ``scorer``
+(``decoding.modes``) picks its output model's. The speculative mode's output is the T5's, so the
+T5 rescores it and the two modes still return the same text. Each edit is judged
 beside all the others, and the kept ones are made together. It costs one batched teacher-forced
 pass over the changed units' variants, less the outputs whose score the decode has already
 computed (``known``: ``generate(scores=True)``'s, for a pair whose ids are the decoded ones)
@@ -115,30 +116,30 @@ def rescore(sources: Sequence[str], outputs: Sequence[str], score: Scorer, group
     return result
 
 
-def scorer(model, tokenizer, batch_size: int = 64, prefix: str = "", known: Known | None = None) -> Scorer:
-    """The ``Scorer`` of a T5 (``T5ForConditionalGeneration``) or an EdiT5 and its tokenizer.
+def t5_scorer(model, tokenizer, batch_size: int = 64, prefix: str = "", known: Known | None = None) -> Scorer:
+    """The ``Scorer`` of a T5 (the t5 and speculative modes' output model, ``T5Mode.scorer``) and its
+    tokenizer: ``prefix`` goes before every source (the T5 read it there); a pair in ``known`` takes
+    the decode's log P as is, the others are forced at its widths (``core.score``)."""
+    known = known or Known()
 
-    T5: ``prefix`` goes before every source (the T5 read it there); a pair in ``known`` takes the
-    decode's log P as is, the others are forced at its widths (``core.score``). EdiT5: neither
-    applies (its scores are not the decode's)."""
-    if model.config.model_type != "edit5":
-        known = known or Known()
+    def score(sources: Sequence[str], targets: Sequence[str]) -> list[float | None]:
+        rows = t5_features_batch(tokenizer, [prefix + s for s in sources], targets, max_length=1 << 30)
+        keys = [(tuple(r["input_ids"]), tuple(r["labels"])) for r in rows]
+        out = [known.log_probs.get(key) for key in keys]
+        todo = [i for i, value in enumerate(out) if value is None]
+        forced = core.score(model, [keys[i][0] for i in todo], [keys[i][1] for i in todo], batch_size,
+                            known.widths, [known.prefix(*keys[i]) for i in todo])
+        for i, value in zip(todo, forced):
+            out[i] = value
+        return out
 
-        def score_t5(sources: Sequence[str], targets: Sequence[str]) -> list[float | None]:
-            rows = t5_features_batch(tokenizer, [prefix + s for s in sources], targets, max_length=1 << 30)
-            keys = [(tuple(r["input_ids"]), tuple(r["labels"])) for r in rows]
-            out = [known.log_probs.get(key) for key in keys]
-            todo = [i for i, value in enumerate(out) if value is None]
-            forced = core.score(model, [keys[i][0] for i in todo], [keys[i][1] for i in todo], batch_size,
-                                known.widths, [known.prefix(*keys[i]) for i in todo])
-            for i, value in zip(todo, forced):
-                out[i] = value
-            return out
+    return score
 
-        return score_t5
 
-    def features(sources, targets):  # the pairs training would take, no others
-        return edit5_features_batch(tokenizer, sources, targets, model.config.max_order_positions)
+def edit5_scorer(model, tokenizer, batch_size: int = 64) -> Scorer:
+    """The ``Scorer`` of an EdiT5 (the edit5 mode's, ``Edit5Mode.scorer``) and its tokenizer: log P
+    of the edits training would take for each pair (None where it takes none); no prefix, and no
+    decode's scores to reuse (they are not the decode's)."""
 
     def log_likelihood(rows, inputs, which):
         labels = collate_edit5(rows, tokenizer.pad_token_id)
@@ -146,7 +147,7 @@ def scorer(model, tokenizer, batch_size: int = 64, prefix: str = "", known: Know
         return model.log_likelihood(**_on(model, {**inputs, **labels, "rows": which}))
 
     def score(sources: Sequence[str], targets: Sequence[str]) -> list[float | None]:
-        rows = features(sources, targets)
+        rows = edit5_features_batch(tokenizer, sources, targets, model.config.max_order_positions)
         out: list[float | None] = [None] * len(rows)
         todo = sorted((i for i, r in enumerate(rows) if r is not None), key=lambda i: len(rows[i]["input_ids"]))
         for start in range(0, len(todo), batch_size):  # similar lengths together: little padding

@@ -1,31 +1,35 @@
-"""EdiT5's heads over T5 layers: everything of ``EdiT5Model`` that is not the T5 layers themselves
-(tags, the pointer walk, the decoder states, pointed markers, the teacher-forced pass and greedy
-inference), shared by the two models that run it::
+"""EdiT5's heads over T5 layers: everything of ``EdiT5Model`` that is not the T5 encoder itself,
+built bottom-up from three modules, shared by the two models that run them::
+
+    EdiT5Tagger            1. keep/delete tags, and the tagged states      (tagger.*)
+    EdiT5Pointer           2. each kept token's successor: the new order   (pointer.*)
+    EdiT5InsertionDecoder  3. the states in the new order, the insertion   (insertion.*)
+                              decoder, pointed markers
+    EdiT5Heads             the mixin over them: the teacher-forced pass, log-likelihood, greedy
+                           inference (tags, the pointer walk, insertions), sitting on a T5's encoder
 
     EdiT5Model      (modeling_edit5)        transformers' T5 blocks: training, from_t5, save
     InferenceEdiT5  (edit5_inference)       ``t5_layers``' blocks: inference without transformers
 
-Each model gives its T5 parts (``encoder``, ``tag_layer``, ``pointer_key_layer``, ``order_layer``,
-``decoder``, which are called alike), ``_encode`` (encoder states and the blocks' attention mask),
+Each model gives its ``Layers`` (the T5 blocks, norm and decoder stack the modules are built from,
+called alike), ``_encode`` (encoder states and the blocks' attention mask),
 ``_new_cache``/``_cross_mask``/``cache_arg`` for the insertion decoder's steps, and ``output_class``.
-The design, the factorisation and the worked example are in ``modeling_edit5``'s docstring.
+Checkpoints keep the flat names they always had (``CHECKPOINT_NAMES``: ``tag_layer.*`` is
+``tagger.layer.*``), mapped on load and on save. The design, the factorisation and the worked
+example are in ``modeling_edit5``'s docstring.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import Protocol
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from editspec.modeling.tensors import IGNORE, label_log_probs, pad
+from editspec.modeling.tensors import IGNORE, label_log_probs
 from editspec.modeling.t5_layers import relative_position_bucket
-from editspec.tokenization.edits import DELETE, KEEP, Edits, realize_aligned
-from editspec.tokenization.tokens import encode, marker_ids, render
-
-if TYPE_CHECKING:
-    from transformers import PreTrainedTokenizerBase
+from editspec.tokenization.edits import KEEP, Edits
 
 
 # what a shared-encoder EdiT5 reads from its T5 (never saved with it), and the T5 settings that
@@ -33,6 +37,43 @@ if TYPE_CHECKING:
 T5_PARTS = ("encoder.", "shared.")
 ENCODER_FIELDS = ("vocab_size", "d_model", "d_kv", "d_ff", "num_heads", "num_layers", "feed_forward_proj",
                   "relative_attention_num_buckets", "relative_attention_max_distance", "layer_norm_epsilon")
+
+# The names checkpoints hold (every EdiT5 saved, the shipped one included, and what ``save_pretrained``
+# still writes: one format on disk) -> the modules' names: ``to_modules`` on load, ``to_checkpoint``
+# on save. Keys under neither (encoder., shared.) are the same in both.
+CHECKPOINT_NAMES = {
+    "tag_layer.": "tagger.layer.", "tag_norm.": "tagger.norm.", "tag_classifier.": "tagger.classifier.",
+    "tag_embedding.": "tagger.embedding.", "tag_projection.": "tagger.projection.",
+    "pointer_query.": "pointer.query.", "pointer_key_layer.": "pointer.key_layer.",
+    "pointer_key_norm.": "pointer.key_norm.", "pointer_key.": "pointer.key.", "pointer_offset.": "pointer.offset.",
+    "order_embedding.": "insertion.order_embedding.", "order_layer.": "insertion.order_layer.",
+    "order_norm.": "insertion.order_norm.", "decoder.": "insertion.decoder.", "lm_head.": "insertion.lm_head.",
+    "marker_query.": "insertion.marker_query.", "marker_key.": "insertion.marker_key.",
+    "marker_gap_key.": "insertion.marker_gap_key.",
+}
+
+
+def _renamed(name: str, names: dict[str, str]) -> str:
+    prefix = next((p for p in names if name.startswith(p)), None)  # prefixes end in ".": at most one matches
+    return name if prefix is None else names[prefix] + name[len(prefix):]
+
+
+def to_modules(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A checkpoint's state dict under the modules' names (a key already so named is kept)."""
+    return {_renamed(k, CHECKPOINT_NAMES): v for k, v in state.items()}
+
+
+def _to_modules_hook(module: nn.Module, state: dict, prefix: str, *_) -> None:
+    """``load_state_dict``'s pre-hook: the keys under ``prefix`` renamed in place, as ``to_modules``."""
+    for key in [k for k in state if k.startswith(prefix)]:
+        renamed = prefix + _renamed(key[len(prefix):], CHECKPOINT_NAMES)
+        if renamed != key:
+            state[renamed] = state.pop(key)
+
+
+def to_checkpoint(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The modules' state dict under the names checkpoints hold."""
+    return {_renamed(k, {new: old for old, new in CHECKPOINT_NAMES.items()}): v for k, v in state.items()}
 
 
 def decode_order(
@@ -82,24 +123,61 @@ def decode_order(
 
 
 
-class EdiT5Heads:
-    """The heads' computations (see the module docstring); a mixin of an ``nn.Module`` with EdiT5's
-    parameters and ``config``."""
+class Layers(Protocol):
+    """The T5 modules a model builds its heads from: transformers' (``EdiT5Model``) or ``t5_layers``'
+    (``InferenceEdiT5``); they are called alike."""
 
-    # -- the pieces, shared by training (forward) and inference (generate_edits) --
+    def block(self, relative_bias: bool) -> nn.Module: ...  # one T5 encoder block
+    def norm(self) -> nn.Module: ...  # T5's layer norm
+    def decoder(self) -> nn.Module: ...  # the insertion decoder's stack, without its own embedding
 
-    def _tag_logits(self, h, mask):
-        return self.tag_classifier(self.tag_norm(self.tag_layer(h, attention_mask=mask)[0]))
 
-    def _tagged_states(self, h, tags):
-        return self.dropout(self.tag_projection(torch.cat([h, self.tag_embedding(tags)], -1)))
+class EdiT5Tagger(nn.Module):
+    """1. Keep or delete each token: a T5 block over the encoder states, a norm and a classifier;
+    then each state joined with its tag's embedding: the tagged states the pointer and the
+    insertion decoder read."""
 
-    def _pointer_logits(self, s, mask, kept, is_eos):
-        query = self.pointer_query(s)
-        key = self.pointer_key(self.pointer_key_norm(self.pointer_key_layer(s, attention_mask=mask)[0]))
+    def __init__(self, config, layers: Layers):
+        super().__init__()
+        d = config.d_model
+        self.layer = layers.block(relative_bias=True)
+        self.norm = layers.norm()
+        self.classifier = nn.Linear(d, 2)
+        self.embedding = nn.Embedding(2, config.tag_embedding_dim)
+        self.projection = nn.Linear(d + config.tag_embedding_dim, d)
+        self.dropout = nn.Dropout(config.dropout_rate)
+
+    def forward(self, h: torch.Tensor, mask) -> torch.Tensor:
+        """Tag logits [B, L, 2] of encoder states ``h`` [B, L, d] (``mask``: the blocks' attention mask)."""
+        return self.classifier(self.norm(self.layer(h, attention_mask=mask)[0]))
+
+    def tagged(self, h: torch.Tensor, tags: torch.Tensor) -> torch.Tensor:
+        """The tagged states [B, L, d]: ``h`` with each token's tag (``KEEP`` or ``DELETE``) [B, L]."""
+        return self.dropout(self.projection(torch.cat([h, self.embedding(tags)], -1)))
+
+
+class EdiT5Pointer(nn.Module):
+    """2. The order of the kept tokens: each scores its successor, query · key (a T5 block and a
+    norm under the keys), plus a learned offset bias by relative position (``modeling_edit5``)."""
+
+    def __init__(self, config, layers: Layers):
+        super().__init__()
+        d = config.d_model
+        self.config = config
+        self.query = nn.Linear(d, d)
+        self.key_layer = layers.block(relative_bias=True)
+        self.key_norm = layers.norm()
+        self.key = nn.Linear(d, d)
+        self.offset = nn.Embedding(config.relative_attention_num_buckets, 1) if config.pointer_offset_bias else None
+
+    def forward(self, s: torch.Tensor, mask, kept: torch.Tensor, is_eos: torch.Tensor) -> torch.Tensor:
+        """Pointer logits [B, L, L] of the tagged states ``s``: row i scores the successor of
+        position i, over the ``kept`` positions other than i (EOS may point to itself)."""
+        query = self.query(s)
+        key = self.key(self.key_norm(self.key_layer(s, attention_mask=mask)[0]))
         logits = query @ key.transpose(1, 2) / self.config.d_model**0.5
         length = s.shape[1]
-        if self.pointer_offset is not None:
+        if self.offset is not None:
             positions = torch.arange(length, device=s.device)
             bucket = relative_position_bucket(
                 positions[None, :] - positions[:, None], bidirectional=True,
@@ -108,18 +186,41 @@ class EdiT5Heads:
             )
             # stored /10: Adam moves each parameter by ~lr per step whatever its gradient, so a
             # plain scalar would need thousands of steps to reach a margin of a few nats
-            logits = logits + 10.0 * self.pointer_offset(bucket).squeeze(-1).to(logits.dtype)
+            logits = logits + 10.0 * self.offset(bucket).squeeze(-1).to(logits.dtype)
         # successors are kept tokens other than oneself; EOS may point to itself (nothing kept)
         self_loop = torch.eye(length, dtype=torch.bool, device=s.device) & ~is_eos[:, :, None]
         allowed = kept[:, None, :] & ~self_loop
         return logits.masked_fill(~allowed, torch.finfo(logits.dtype).min)
 
-    def _decoder_states(self, s, order_positions, mask):
+
+class EdiT5InsertionDecoder(nn.Module):
+    """3. What goes between the kept tokens: their states in the new order (a position embedding,
+    a T5 block, a norm), cross-attended by a T5 decoder stack that writes ``<marker> span ...
+    </s>``; with ``config.marker_ids``, pointed markers (``modeling_edit5``). The token embedding
+    is the model's (``shared``): ``embeds`` takes it."""
+
+    def __init__(self, config, layers: Layers):
+        super().__init__()
+        d = config.d_model
+        self.config = config
+        self.order_embedding = nn.Embedding(config.max_order_positions, d)
+        self.order_layer = layers.block(relative_bias=False)
+        self.order_norm = layers.norm()
+        self.decoder = layers.decoder()
+        self.lm_head = nn.Linear(d, config.vocab_size, bias=False)
+        if config.marker_ids:  # pointed markers
+            self.marker_query = nn.Linear(d, d)
+            self.marker_key = nn.Linear(d, d)
+            self.marker_gap_key = nn.Linear(d, d) if config.marker_gap else None
+        self._marker_lookup = None  # (marker ids, token id -> p or -1), built on first use
+
+    def states(self, s: torch.Tensor, order_positions: torch.Tensor, mask) -> torch.Tensor:
+        """The decoder's memory [B, L, d]: tagged states ``s`` with their new positions."""
         placed = (order_positions > 0).unsqueeze(-1).to(s.dtype)  # deleted tokens get no position
         x = s + self.order_embedding(order_positions) * placed
         return self.order_norm(self.order_layer(x, attention_mask=mask)[0])
 
-    def _marker_states(self, states, order_positions):
+    def markers(self, states: torch.Tensor, order_positions: torch.Tensor):
         """Per marker p: the state of the token it inserts after (B, M, d), that state's key
         (B, M, d) and whether p can occur (B, M); M = min(markers, input length). None without
         pointed markers."""
@@ -133,7 +234,7 @@ class EdiT5Heads:
         at = torch.zeros(batch, count + 1, dtype=torch.long, device=states.device)
         at[rows, order_positions[rows, cols]] = cols
         at[:, 0] = (order_positions == last).long().argmax(1)
-        gather = lambda index: states.gather(1, index[..., None].expand(batch, count, d))
+        gather = lambda index: states.gather(1, index[..., None].expand(batch, count, d))  # noqa: E731
         marker_states = gather(at[:, :count])
         keys = self.marker_key(marker_states)
         if self.config.marker_gap:  # the token at new position p + 1 closes gap p (EOS: gap n)
@@ -151,9 +252,9 @@ class EdiT5Heads:
             self._marker_lookup = (ids, index)
         return self._marker_lookup
 
-    def _insertion_embeds(self, ids, markers):
-        """Decoder inputs: token embeddings, plus for a pointed marker its kept token's state."""
-        embeds = self.shared(ids)
+    def embeds(self, ids: torch.Tensor, markers, shared: nn.Embedding) -> torch.Tensor:
+        """Decoder inputs: token embeddings (``shared``), plus for a pointed marker its kept token's state."""
+        embeds = shared(ids)
         if markers is None:
             return embeds
         marker_states, _, valid = markers
@@ -162,7 +263,7 @@ class EdiT5Heads:
         pointed = marker_states.gather(1, p.clamp(min=0)[..., None].expand(*p.shape, embeds.shape[-1]))
         return embeds + pointed * (p >= 0).unsqueeze(-1).to(embeds.dtype)
 
-    def _lm_logits(self, hidden, markers=None):
+    def logits(self, hidden: torch.Tensor, markers=None) -> torch.Tensor:
         """Insertion logits (B, T, vocab); pointed markers' logits replaced (see above)."""
         # T5 1.0 rescales before the tied output embedding
         logits = self.lm_head(hidden * self.config.d_model**-0.5 if self.config.tie_word_embeddings else hidden)
@@ -175,6 +276,27 @@ class EdiT5Heads:
         logits[..., marker_ids[:count]] = scores.masked_fill(~valid[:, None], floor).to(logits.dtype)
         logits[..., marker_ids[count:]] = floor  # past the input: cannot occur
         return logits
+
+    def forward(self, decoder_input_ids: torch.Tensor, states: torch.Tensor, attention_mask: torch.Tensor,
+                markers, shared: nn.Embedding) -> torch.Tensor:
+        """Teacher-forced insertion logits (B, T, vocab) of ``decoder_input_ids`` over ``states``."""
+        hidden = self.decoder(inputs_embeds=self.embeds(decoder_input_ids, markers, shared),
+                              encoder_hidden_states=states, encoder_attention_mask=attention_mask).last_hidden_state
+        return self.logits(hidden, markers)
+
+
+class EdiT5Heads:
+    """The heads' computations over the three modules (see the module docstring); a mixin of an
+    ``nn.Module`` with EdiT5's ``config``, ``shared`` and ``encoder``."""
+
+    def _build_heads(self, config, layers: Layers) -> None:
+        """``tagger``, ``pointer`` and ``insertion``, their parameters made in the order they always
+        were (a new model's random initialisation is unchanged)."""
+        self.tagger = EdiT5Tagger(config, layers)
+        self.pointer = EdiT5Pointer(config, layers)
+        self.insertion = EdiT5InsertionDecoder(config, layers)
+        # torch's load_state_dict (accelerate's resume, an EMA's, InferenceEdiT5's) reads checkpoint names too
+        self.register_load_state_dict_pre_hook(_to_modules_hook)
 
     def _shift_right(self, labels):
         shifted = labels.new_full(labels.shape, self.config.pad_token_id)
@@ -210,20 +332,16 @@ class EdiT5Heads:
                 raise ValueError("forward needs insertion_labels or decoder_input_ids")
             decoder_input_ids = self._shift_right(insertion_labels)
         h, mask = self._encode(input_ids, attention_mask)
-        tag_logits = self._tag_logits(h, mask)
+        tag_logits = self.tagger(h, mask)
         if rows is not None:
             h, tag_logits, input_ids, attention_mask = h[rows], tag_logits[rows], input_ids[rows], attention_mask[rows]
             mask = None if mask is None else mask[rows]
         kept = tags == KEEP
-        s = self._tagged_states(h, tags.clamp(min=0))  # padding (IGNORE) embeds as DELETE
-        pointer_logits = self._pointer_logits(s, mask, kept, input_ids == self.config.eos_token_id)
-        states = self._decoder_states(s, order_positions, mask)
-        markers = self._marker_states(states, order_positions)
-        hidden = self.decoder(
-            inputs_embeds=self._insertion_embeds(decoder_input_ids, markers), encoder_hidden_states=states,
-            encoder_attention_mask=attention_mask,
-        ).last_hidden_state
-        insertion_logits = self._lm_logits(hidden, markers)
+        s = self.tagger.tagged(h, tags.clamp(min=0))  # padding (IGNORE) embeds as DELETE
+        pointer_logits = self.pointer(s, mask, kept, input_ids == self.config.eos_token_id)
+        states = self.insertion.states(s, order_positions, mask)
+        markers = self.insertion.markers(states, order_positions)
+        insertion_logits = self.insertion(decoder_input_ids, states, attention_mask, markers, self.shared)
 
         parts = {
             "tag": (tags, tag_logits, self.config.tag_loss_weight),
@@ -302,18 +420,18 @@ class EdiT5Heads:
         keep_bias = self.config.keep_bias if keep_bias is None else keep_bias
         order_bias = self.config.order_bias if order_bias is None else order_bias
         stop_bias = self.config.stop_bias if stop_bias is None else stop_bias
-        tag_logits = self._tag_logits(h, mask)
+        tag_logits = self.tagger(h, mask)
         keep_margin = tag_logits[..., KEEP] - tag_logits[..., 1 - KEEP] + keep_bias
         kept = ((keep_margin > 0) & valid) | is_eos
-        s = self._tagged_states(h, kept.long())
-        order = decode_order(self._pointer_logits(s, mask, kept, is_eos), kept, eos_position, order_bias)
+        s = self.tagger.tagged(h, kept.long())
+        order = decode_order(self.pointer(s, mask, kept, is_eos), kept, eos_position, order_bias)
 
         order_positions = torch.zeros_like(input_ids)
         for b, row in enumerate(order):  # one scatter per row (not per token)
             order_positions[b, row] = torch.arange(1, len(row) + 1, device=input_ids.device)
             order_positions[b, eos_position[b]] = len(row) + 1
-        states = self._decoder_states(s, order_positions, mask)
-        markers = self._marker_states(states, order_positions)
+        states = self.insertion.states(s, order_positions, mask)
+        markers = self.insertion.markers(states, order_positions)
         insertions = self._greedy_insertions(states, attention_mask, max_insertion_tokens, markers, stop_bias)
 
         tags = kept.long().tolist()
@@ -336,15 +454,15 @@ class EdiT5Heads:
         out = []
         for _ in range(max_tokens):
             # one query over all cached keys needs no causal mask; block 0 adds the relative bias
-            hidden, self_bias = self._insertion_embeds(token, markers), None
-            for block in self.decoder.block:
+            hidden, self_bias = self.insertion.embeds(token, markers, self.shared), None
+            for block in self.insertion.decoder.block:
                 hidden, self_bias, _ = block(
                     hidden, position_bias=self_bias, encoder_hidden_states=states,
                     encoder_attention_mask=cross_mask, encoder_decoder_position_bias=cross_bias,
                     **{self.cache_arg: cache},
                 )
-            hidden = self.decoder.final_layer_norm(hidden[:, -1:])
-            logits = self._lm_logits(hidden, markers)[:, 0]
+            hidden = self.insertion.decoder.final_layer_norm(hidden[:, -1:])
+            logits = self.insertion.logits(hidden, markers)[:, 0]
             if stop_bias:
                 logits[:, eos] += stop_bias
             token = logits.argmax(-1).masked_fill(done, pad_id)
@@ -357,23 +475,6 @@ class EdiT5Heads:
         for row in torch.stack(out, 1).tolist() if out else [[] for _ in range(batch)]:
             result.append(row[: row.index(eos) + 1] if eos in row else row)
         return result
-
-    def correct(
-        self, tok: PreTrainedTokenizerBase, texts: Sequence[str], batch_size: int = 32,
-        max_insertion_tokens: int = 64,
-    ) -> list[str]:
-        """Corrected texts: encode, generate_edits, realize, render (source characters kept)."""
-        markers, eos = marker_ids(tok), tok.eos_token_id
-        encoded = encode(tok, texts)
-        out = []
-        for start in range(0, len(encoded), batch_size):
-            chunk = encoded[start : start + batch_size]
-            ids = [e.ids + [eos] for e in chunk]
-            input_ids = pad(ids, tok.pad_token_id).to(self.device)
-            attention_mask = pad([[1] * len(i) for i in ids], 0).to(self.device)
-            for enc, edits in zip(chunk, self.generate_edits(input_ids, attention_mask, max_insertion_tokens)):
-                out.append(render(tok, enc, realize_aligned(enc.ids, edits, markers, eos)))
-        return out
 
     # -- the heads on a T5's encoder --
 
@@ -389,7 +490,8 @@ class EdiT5Heads:
         self.shared = t5.get_input_embeddings()
         self.encoder = t5.encoder
         if self.config.tie_word_embeddings:
-            self.lm_head.weight = self.shared.weight
+            self.insertion.lm_head.weight = self.shared.weight
 
     def _t5_parts(self) -> tuple[str, ...]:
-        return T5_PARTS + (("lm_head.",) if self.config.tie_word_embeddings else ())  # tied: the T5's embedding
+        tied = ("insertion.lm_head.",) if self.config.tie_word_embeddings else ()  # the T5's embedding
+        return T5_PARTS + tied

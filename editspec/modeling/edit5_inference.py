@@ -1,7 +1,8 @@
-"""An EdiT5 checkpoint for inference without transformers: ``EdiT5Heads`` over ``t5_layers``' blocks,
-loaded from ``config.json`` and ``model.safetensors`` (the names ``EdiT5Model.save_pretrained``
-writes), so ``generate_edits`` and ``log_likelihood`` equal ``EdiT5Model``'s bit for bit
-(``tests/modeling/test_edit5_inference.py``) without the ~2.5 s of importing transformers' T5.
+"""An EdiT5 checkpoint for inference without transformers: ``EdiT5Heads``' modules over ``t5_layers``'
+blocks, loaded from ``config.json`` and ``model.safetensors`` (the names ``EdiT5Model.save_pretrained``
+writes, ``edit5_heads.CHECKPOINT_NAMES``), so ``generate_edits`` and ``log_likelihood`` equal
+``EdiT5Model``'s bit for bit (``tests/modeling/test_inference_models.py``) without the ~2.5 s of
+importing transformers' T5.
 
     InferenceEdiT5.from_pretrained(dir, t5=None)   on the T5 it names (``t5_encoder``) when given
     supported(dir)                                 None, or why ``EdiT5Model`` must load it instead
@@ -16,7 +17,7 @@ from types import SimpleNamespace
 import torch
 from torch import nn
 
-from editspec.modeling.edit5_heads import EdiT5Heads
+from editspec.modeling.edit5_heads import EdiT5Heads, to_modules
 from editspec.modeling.modeling_t5 import WEIGHTS, InferenceT5, Settings, checkpoint
 from editspec.modeling.modeling_t5 import supported as t5_supported
 from editspec.modeling.t5_layers import Block, Cache, LayerNorm, Stack, padding_mask, uninitialised
@@ -47,11 +48,27 @@ def supported(path: str | os.PathLike) -> str | None:
         return found
     values, keys = found
     settings = EdiT5Settings(values)
-    if settings.tie_word_embeddings and "lm_head.weight" in keys:
+    if settings.tie_word_embeddings and "insertion.lm_head.weight" in to_modules(dict.fromkeys(keys)):
         return "a tied output layer saved apart"
     if settings.t5_encoder:
         return t5_supported(Path(path) / settings.t5_encoder)
     return None
+
+
+class _Layers:
+    """``edit5_heads.Layers`` of ``t5_layers``' modules."""
+
+    def __init__(self, config: EdiT5Settings):
+        self.config = config
+
+    def block(self, relative_bias: bool) -> Block:
+        return Block(self.config, relative_bias=relative_bias)
+
+    def norm(self) -> LayerNorm:
+        return LayerNorm(self.config.d_model, self.config.layer_norm_epsilon)
+
+    def decoder(self) -> Stack:
+        return Stack(self.config, self.config.num_decoder_layers, decoder=True)
 
 
 class InferenceEdiT5(EdiT5Heads, nn.Module):
@@ -62,38 +79,18 @@ class InferenceEdiT5(EdiT5Heads, nn.Module):
 
     def __init__(self, config: EdiT5Settings):
         super().__init__()
-        self.config, d = config, config.d_model
-        self.shared = nn.Embedding(config.vocab_size, d)
+        self.config = config
+        self.shared = nn.Embedding(config.vocab_size, config.d_model)
         self.encoder = Stack(config, config.num_layers)
-        self.dropout = nn.Dropout(config.dropout_rate)
-        self.tag_layer = Block(config, relative_bias=True)
-        self.tag_norm = LayerNorm(d, config.layer_norm_epsilon)
-        self.tag_classifier = nn.Linear(d, 2)
-        self.tag_embedding = nn.Embedding(2, config.tag_embedding_dim)
-        self.tag_projection = nn.Linear(d + config.tag_embedding_dim, d)
-        self.pointer_query = nn.Linear(d, d)
-        self.pointer_key_layer = Block(config, relative_bias=True)
-        self.pointer_key_norm = LayerNorm(d, config.layer_norm_epsilon)
-        self.pointer_key = nn.Linear(d, d)
-        self.pointer_offset = nn.Embedding(config.relative_attention_num_buckets, 1) if config.pointer_offset_bias else None
-        self.order_embedding = nn.Embedding(config.max_order_positions, d)
-        self.order_layer = Block(config, relative_bias=False)
-        self.order_norm = LayerNorm(d, config.layer_norm_epsilon)
-        self.decoder = Stack(config, config.num_decoder_layers, decoder=True)
-        self.lm_head = nn.Linear(d, config.vocab_size, bias=False)
-        if config.marker_ids:  # pointed markers
-            self.marker_query = nn.Linear(d, d)
-            self.marker_key = nn.Linear(d, d)
-            self.marker_gap_key = nn.Linear(d, d) if config.marker_gap else None
-            self._marker_lookup = None
+        self._build_heads(config, _Layers(config))  # tagger, pointer, insertion
 
     @property
     def device(self) -> torch.device:
-        return self.tag_classifier.weight.device
+        return self.tagger.classifier.weight.device
 
     @property
     def dtype(self) -> torch.dtype:
-        return self.tag_classifier.weight.dtype
+        return self.tagger.classifier.weight.dtype
 
     # -- t5_layers' parts for the heads (``EdiT5Heads``) --
 
@@ -120,14 +117,16 @@ class InferenceEdiT5(EdiT5Heads, nn.Module):
         config = EdiT5Settings.from_pretrained(path)
         with uninitialised():
             model = cls(config)
+        # under the checkpoint's names: the heads' load_state_dict hook renames them to the modules'
         state = {k: v.to(dtype) for k, v in load_file(str(Path(path) / WEIGHTS)).items()}
         missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
-        borrowed = model._t5_parts() if config.t5_encoder else ("lm_head.",) if config.tie_word_embeddings else ()
+        tied = ("insertion.lm_head.",) if config.tie_word_embeddings else ()
+        borrowed = model._t5_parts() if config.t5_encoder else tied
         lacking = [k for k in missing if not k.startswith(borrowed)]
         if unexpected or lacking:
             raise ValueError(f"{path}: weights {sorted(unexpected)[:3]} unexpected, {lacking[:3]} missing")
         if config.t5_encoder:
             model.sit_on(t5 if t5 is not None else InferenceT5.from_pretrained(Path(path) / config.t5_encoder, dtype))
         elif config.tie_word_embeddings:
-            model.lm_head.weight = model.shared.weight
+            model.insertion.lm_head.weight = model.shared.weight
         return model.eval()

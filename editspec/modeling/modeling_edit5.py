@@ -16,12 +16,15 @@ P(y|x) = P(tags|x) · P(order|tags, x) · P(insertions|order, tags, x)::
 Architecture (h: encoder states, one vector per input token)::
 
     h        = T5 encoder(input_ids)                            (T5Stack, 12 layers in base)
-    tags     = argmax classifier(norm(T5Block(h)))              (relative position bias)
+    tags     = argmax classifier(norm(T5Block(h)))              (relative position bias)   tagger
     s        = Linear([h ; tag_embedding(tags)])                ("concatenated, feed-forward")
-    pointer  = Linear_q(s) · Linear_k(norm(T5Block(s)))ᵀ / √d   over kept positions
+    pointer  = Linear_q(s) · Linear_k(norm(T5Block(s)))ᵀ / √d   over kept positions         pointer
                + b[bucket(j - i)]                                 (learned offset bias)
-    states   = norm(T5Block(s + order_embedding(new position) · kept))
+    states   = norm(T5Block(s + order_embedding(new position) · kept))                  insertion
     decoder  = T5Stack decoder (1 layer) cross-attending `states`; shared embedding, lm head
+
+Each of the three heads is a module (``edit5_heads``: ``EdiT5Tagger``, ``EdiT5Pointer``,
+``EdiT5InsertionDecoder``, named on the right); checkpoints keep the flat names they always had.
 
 The position embedding of the p-th kept token of the new order is p, which is also the number
 of the marker that inserts after it (EOS gets n + 1, deleted tokens none): the decoder's
@@ -74,6 +77,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,13 +93,15 @@ from transformers.models.t5.modeling_t5 import T5Block, T5LayerNorm, T5PreTraine
 
 from editspec.modeling.tensors import IGNORE
 from editspec.modeling.configuration_edit5 import EdiT5Config
-from editspec.modeling.edit5_heads import EdiT5Heads
+from editspec.modeling.edit5_heads import CHECKPOINT_NAMES, EdiT5Heads, to_checkpoint
 from editspec.tokenization.edits import DELETE, KEEP
 
 
 # the keyword of the key/value cache in T5's forward methods: transformers 5.24 renamed it from
 # past_key_values (which now warns on every call, and goes in 5.40) to cache
 CACHE_ARG = "cache" if "cache" in inspect.signature(T5Block.forward).parameters else "past_key_values"
+# from_pretrained's renaming of a checkpoint's keys (regular expressions): tag_layer.* -> tagger.layer.*
+KEY_MAPPING = {"^" + re.escape(old): new for old, new in CHECKPOINT_NAMES.items()}
 
 
 @dataclass
@@ -117,6 +123,22 @@ def tag_margins(tag_logits: torch.Tensor, tags: torch.Tensor) -> tuple[torch.Ten
     return logits[:, DELETE] - logits[:, KEEP], tags[tagged] == DELETE
 
 
+class _T5Layers:
+    """``edit5_heads.Layers`` of transformers' T5 modules."""
+
+    def __init__(self, config: EdiT5Config, layer_config: T5Config):
+        self.config, self.layer_config = config, layer_config
+
+    def block(self, relative_bias: bool) -> T5Block:
+        return T5Block(self.layer_config, has_relative_attention_bias=relative_bias)
+
+    def norm(self) -> T5LayerNorm:
+        return T5LayerNorm(self.config.d_model, eps=self.config.layer_norm_epsilon)
+
+    def decoder(self) -> T5Stack:
+        return _stack(self.config.t5_config(decoder=True))
+
+
 def _stack(config: T5Config) -> T5Stack:
     stack = T5Stack(config)
     # EdiT5Model owns the one embedding (``shared``) and passes inputs_embeds; a stack-owned copy
@@ -126,50 +148,26 @@ def _stack(config: T5Config) -> T5Stack:
 
 
 class EdiT5Model(EdiT5Heads, T5PreTrainedModel):
-    """EdiT5; see the module docstring. A ``T5PreTrainedModel`` (so a ``PreTrainedModel``) for
-    T5's weight initialisation of every T5 block, including those outside the two stacks; the
-    heads' computations are ``EdiT5Heads``' (shared with ``edit5_inference.InferenceEdiT5``)."""
+    """EdiT5; see the module docstring: ``shared``, ``encoder`` and the heads ``tagger``, ``pointer``,
+    ``insertion``, built from transformers' T5 modules (``_T5Layers``). A ``T5PreTrainedModel`` (so a
+    ``PreTrainedModel``) for T5's weight initialisation of every T5 block, including those outside
+    the two stacks; the heads' computations are ``EdiT5Heads``' (shared with
+    ``edit5_inference.InferenceEdiT5``)."""
 
     config_class = EdiT5Config
     config: EdiT5Config
     base_model_prefix = "edit5"
-    _tied_weights_keys = {"lm_head.weight": "shared.weight"}  # only if config.tie_word_embeddings
+    _tied_weights_keys = {"insertion.lm_head.weight": "shared.weight"}  # only if config.tie_word_embeddings
     output_class = EdiT5Output
     cache_arg = CACHE_ARG
 
     def __init__(self, config: EdiT5Config):
         super().__init__(config)
-        d = config.d_model
-        self.shared = nn.Embedding(config.vocab_size, d)
+        self.shared = nn.Embedding(config.vocab_size, config.d_model)
         self.encoder = _stack(config.t5_config())
         layer_config = config.t5_config()  # standalone blocks read their attention backend here
         layer_config._attn_implementation = self.encoder.config._attn_implementation
-        self.dropout = nn.Dropout(config.dropout_rate)
-        # 1. tags
-        self.tag_layer = T5Block(layer_config, has_relative_attention_bias=True)
-        self.tag_norm = T5LayerNorm(d, eps=config.layer_norm_epsilon)
-        self.tag_classifier = nn.Linear(d, 2)
-        self.tag_embedding = nn.Embedding(2, config.tag_embedding_dim)
-        self.tag_projection = nn.Linear(d + config.tag_embedding_dim, d)
-        # 2. pointers
-        self.pointer_query = nn.Linear(d, d)
-        self.pointer_key_layer = T5Block(layer_config, has_relative_attention_bias=True)
-        self.pointer_key_norm = T5LayerNorm(d, eps=config.layer_norm_epsilon)
-        self.pointer_key = nn.Linear(d, d)
-        self.pointer_offset = (
-            nn.Embedding(config.relative_attention_num_buckets, 1) if config.pointer_offset_bias else None
-        )
-        # 3. insertions: new-order positions, one layer, the decoder
-        self.order_embedding = nn.Embedding(config.max_order_positions, d)
-        self.order_layer = T5Block(layer_config, has_relative_attention_bias=False)
-        self.order_norm = T5LayerNorm(d, eps=config.layer_norm_epsilon)
-        self.decoder = _stack(config.t5_config(decoder=True))
-        self.lm_head = nn.Linear(d, config.vocab_size, bias=False)
-        if config.marker_ids:  # pointed markers
-            self.marker_query = nn.Linear(d, d)
-            self.marker_key = nn.Linear(d, d)
-            self.marker_gap_key = nn.Linear(d, d) if config.marker_gap else None
-            self._marker_lookup = None  # (marker ids, token id -> p or -1), built on first use
+        self._build_heads(config, _T5Layers(config, layer_config))  # tagger, pointer, insertion
         self._layer_config = layer_config
         self.post_init()
 
@@ -184,23 +182,24 @@ class EdiT5Model(EdiT5Heads, T5PreTrainedModel):
     def _init_weights(self, module):
         super()._init_weights(module)  # T5 blocks and norms as in T5; generic init otherwise
         if isinstance(module, EdiT5Model):  # runs after the children: set the heads' scale
-            factor, d = self.config.initializer_factor, self.config.d_model
+            factor = self.config.initializer_factor
+            tagger, pointer, insertion = module.tagger, module.pointer, module.insertion
             init.normal_(module.shared.weight, std=factor * 1.0)
             if not self.config.tie_word_embeddings:
-                init.normal_(module.lm_head.weight, std=factor * 1.0)
-            init.normal_(module.tag_embedding.weight, std=factor * 1.0)
-            init.normal_(module.order_embedding.weight, std=factor * 1.0)
-            if module.pointer_offset is not None:
-                init.zeros_(module.pointer_offset.weight)  # no prior: learned from the data
-            linears = [module.tag_classifier, module.tag_projection, module.pointer_query, module.pointer_key]
+                init.normal_(insertion.lm_head.weight, std=factor * 1.0)
+            init.normal_(tagger.embedding.weight, std=factor * 1.0)
+            init.normal_(insertion.order_embedding.weight, std=factor * 1.0)
+            if pointer.offset is not None:
+                init.zeros_(pointer.offset.weight)  # no prior: learned from the data
+            linears = [tagger.classifier, tagger.projection, pointer.query, pointer.key]
             if self.config.marker_ids:
-                linears += [module.marker_query, module.marker_key]
+                linears += [insertion.marker_query, insertion.marker_key]
             for linear in linears:
                 init.normal_(linear.weight, std=factor * linear.in_features**-0.5)
                 init.zeros_(linear.bias)
             if self.config.marker_ids and self.config.marker_gap:  # zero: added to a pointed
-                init.zeros_(module.marker_gap_key.weight)  # checkpoint, it starts as that model
-                init.zeros_(module.marker_gap_key.bias)
+                init.zeros_(insertion.marker_gap_key.weight)  # checkpoint, it starts as that model
+                init.zeros_(insertion.marker_gap_key.bias)
 
     def get_input_embeddings(self) -> nn.Embedding:
         return self.shared
@@ -221,7 +220,7 @@ class EdiT5Model(EdiT5Heads, T5PreTrainedModel):
         return EncoderDecoderCache(DynamicCache(), DynamicCache())
 
     def _cross_mask(self, states, attention_mask):
-        return create_bidirectional_mask(config=self.decoder.config, inputs_embeds=states[:, :1],
+        return create_bidirectional_mask(config=self.insertion.decoder.config, inputs_embeds=states[:, :1],
                                          attention_mask=attention_mask, encoder_hidden_states=states)
 
     # -- initialisation from T5 --
@@ -253,9 +252,9 @@ class EdiT5Model(EdiT5Heads, T5PreTrainedModel):
             model.shared.weight.copy_(t5.get_input_embeddings().weight)
             _copy_stack(t5.encoder, model.encoder)
             if getattr(t5, "decoder", None) is not None:
-                _copy_stack(t5.decoder, model.decoder)
+                _copy_stack(t5.decoder, model.insertion.decoder)
                 if not tied and not model.config.tie_word_embeddings:  # T5 1.1: its own lm head
-                    model.lm_head.weight.copy_(t5.lm_head.weight)
+                    model.insertion.lm_head.weight.copy_(t5.lm_head.weight)
         return model
 
     # -- the heads on a T5's encoder (``EdiT5Heads.sit_on``) --
@@ -269,16 +268,21 @@ class EdiT5Model(EdiT5Heads, T5PreTrainedModel):
         return model
 
     def save_pretrained(self, save_directory, *args, **kwargs):
-        """As ``PreTrainedModel.save_pretrained``; with ``t5_encoder``, without the T5's encoder and
-        embeddings (the T5's checkpoint holds them)."""
-        if self.config.t5_encoder and kwargs.get("state_dict") is None:
-            kwargs["state_dict"] = {k: v for k, v in self.state_dict().items() if not k.startswith(self._t5_parts())}
-        return super().save_pretrained(save_directory, *args, **kwargs)
+        """As ``PreTrainedModel.save_pretrained``, under the names checkpoints hold (``CHECKPOINT_NAMES``,
+        one format on disk); with ``t5_encoder``, without the T5's encoder and embeddings (the T5's
+        checkpoint holds them); a tied output layer is the embedding, saved once."""
+        if kwargs.get("state_dict") is None:
+            tied = ("insertion.lm_head.",) if self.config.tie_word_embeddings else ()
+            skip = self._t5_parts() if self.config.t5_encoder else tied
+            kwargs["state_dict"] = to_checkpoint({k: v for k, v in self.state_dict().items() if not k.startswith(skip)})
+        return super().save_pretrained(save_directory, *args, save_original_format=False, **kwargs)
 
     @classmethod
     def from_pretrained(cls, path, *args, t5: nn.Module | None = None, **kwargs) -> "EdiT5Model":
-        """As ``PreTrainedModel.from_pretrained``; an EdiT5 with ``t5_encoder`` sits on ``t5`` when
-        given (the T5 already loaded), else on the encoder of the T5 checkpoint it names."""
+        """As ``PreTrainedModel.from_pretrained``, the checkpoint's names mapped to the modules'
+        (``CHECKPOINT_NAMES``); an EdiT5 with ``t5_encoder`` sits on ``t5`` when given (the T5
+        already loaded), else on the encoder of the T5 checkpoint it names."""
+        kwargs.setdefault("key_mapping", KEY_MAPPING)
         config = kwargs.get("config")
         if not isinstance(config, EdiT5Config):
             config = EdiT5Config.from_pretrained(path)

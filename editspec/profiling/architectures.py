@@ -50,7 +50,7 @@ from editspec.profiling.drafters import TimedDrafter
 from editspec.modeling.tensors import model_inputs
 from editspec.profiling.data import batches
 from editspec.profiling.stats import median, summarize, summary
-from editspec.tokenization.edits import KEEP, TooFewMarkers, convert
+from editspec.tokenization.edits import KEEP, Edits, TooFewMarkers, convert
 from editspec.tokenization.tokens import encode, marker_ids
 
 # Real sizes (T5 1.0 small/base; EdiT5 = T5's encoder + a one-layer insertion decoder, pointed markers).
@@ -158,13 +158,38 @@ def profile_architectures(sources: list[str], targets: list[str], tokenizer, dev
     gold lengths."""
     names = list(names or (sizes or ARCHITECTURES))
     sizes = sizes or known()
-    markers, eos, pad_id = marker_ids(tokenizer), tokenizer.eos_token_id, tokenizer.pad_token_id
-    for kind, size in (sizes[n] for n in names):  # the gold pointers are one-hot keys over d_model
+    rows = gold_rows(sources, targets, tokenizer, [sizes[n] for n in names], max_ids)
+    groups = batches(rows, batch_size)
+    models = {name: random_architecture(name, tokenizer, device, dtype, sizes) for name in names}
+    runs = names + [f"{n}+{d}" for n in names if models[n][0] == "t5" for d in DRAFTS]
+    forced_run = Forced(models, Clock(torch.device(device)), tokenizer, device)
+    samples: dict[str, list[Sample]] = {name: [] for name in runs}
+    forced: dict[str, list[int]] = {name: [] for name in runs}
+    for group in (groups * (warmup // max(1, len(groups)) + 1))[:warmup]:
+        for name in runs:
+            forced_run(name, group)
+    bar = tqdm(total=len(groups), desc="profiling", unit="batch", file=sys.stderr, dynamic_ncols=True,
+               disable=not progress)
+    for group in groups:
+        for name in runs:
+            sample, steps = forced_run(name, group)
+            samples[name].append(sample)
+            forced[name].append(steps)
+        bar.update(1)
+    bar.close()
+    return {name: entry(name, models, samples, forced[name], len(rows)) for name in runs}
+
+
+def gold_rows(sources: list[str], targets: list[str], tokenizer, sizes: list[tuple[str, dict]],
+              max_ids: int) -> list[tuple[int, list[int], list[int], Edits]]:
+    """(sentence, source ids, target ids, gold edits) of the pairs every architecture of ``sizes``
+    takes, longest source first."""
+    markers, eos = marker_ids(tokenizer), tokenizer.eos_token_id
+    for kind, size in sizes:  # the gold pointers are one-hot keys over d_model
         if kind == "edit5":
             max_ids = min(max_ids, size["d_model"] - 1)
-    src_enc, tgt_enc = encode(tokenizer, sources), encode(tokenizer, targets)
-    rows = []  # (sentence, source ids, target ids, edits)
-    for i, (s, t) in enumerate(zip(src_enc, tgt_enc)):
+    rows = []
+    for i, (s, t) in enumerate(zip(encode(tokenizer, sources), encode(tokenizer, targets))):
         if not s.ids or len(s.ids) > max_ids or len(t.ids) > 2 * max_ids:
             continue
         try:
@@ -173,22 +198,25 @@ def profile_architectures(sources: list[str], targets: list[str], tokenizer, dev
             continue
     if not rows:
         raise EditspecError("no sentence pair fits the architectures' input length")
-    rows.sort(key=lambda r: -len(r[1]))
-    groups = batches(rows, batch_size)
-    models = {name: random_architecture(name, tokenizer, device, dtype, sizes) for name in names}
-    runs = names + [f"{n}+{d}" for n in names if models[n][0] == "t5" for d in DRAFTS]
-    clock = Clock(torch.device(device))
-    samples: dict[str, list[Sample]] = {name: [] for name in runs}
-    forced: dict[str, list[int]] = {name: [] for name in runs}
+    return sorted(rows, key=lambda r: -len(r[1]))
 
-    def no_eos(logits):
-        logits[..., eos] = float("-inf")
+
+class Forced:
+    """One timed run of an architecture on a group of gold rows, its decoder steps forced to the
+    gold lengths: ``forced(name, group)`` -> (``Sample``, forced steps)."""
+
+    def __init__(self, models: dict, clock: Clock, tokenizer, device):
+        self.models, self.clock, self.device = models, clock, device
+        self.eos, self.pad_id = tokenizer.eos_token_id, tokenizer.pad_token_id
+
+    def no_eos(self, logits):
+        logits[..., self.eos] = float("-inf")
         return logits
 
-    def verify(name, group):
+    def verify(self, name, group):
         """T5 ``name`` verifying the draft ``name``'s suffix names, forced to the gold targets."""
         base, draft = name.split("+")
-        model = models[base][1]
+        model, clock, eos = self.models[base][1], self.clock, self.eos
         targets = [r[2] for r in group]
         inner = drafters.Follow(targets) if draft == "gold" else drafters.copy_draft()
         oracle = Oracle(inner, targets)
@@ -211,26 +239,26 @@ def profile_architectures(sources: list[str], targets: list[str], tokenizer, dev
         return Sample(clock.ms(start, end), rec.total("encoder"), rec.durations("step"), rec.total("draft"),
                       outputs, [True] * len(outputs), stats.windows, stats.totals()), stats.passes
 
-    def run(name, group):
+    def __call__(self, name, group):
         if "+" in name:
-            return verify(name, group)
-        kind, model = models[name]
-        ids, mask = model_inputs([r[1] for r in group], eos, pad_id, device)
+            return self.verify(name, group)
+        (kind, model), clock = self.models[name], self.clock
+        ids, mask = model_inputs([r[1] for r in group], self.eos, self.pad_id, self.device)
         rec = Recorder(clock)
         rec.time_module(model.encoder, "encoder")
         if kind == "t5":
             rec.wrap(core.Decoder, "forward", "step")  # one pass of the decoding core per step
             steps = max(len(r[2]) for r in group) + 1  # the target, then EOS
         else:
-            rec.mark_module(model.decoder.block[0], "step")
+            rec.mark_module(model.insertion.decoder.block[0], "step")
             steps = max(len(r[3].insertions) for r in group)  # insertions end with EOS
             dt = next(model.parameters()).dtype
             tags, query, key = gold_edit5([r[1] for r in group], [r[3] for r in group],
-                                          model.config.d_model, device, dt)
-            rec.override(model.tag_classifier, lambda out: tags)
-            rec.override(model.pointer_query, lambda out: query)
-            rec.override(model.pointer_key, lambda out: key)
-        rec.override(model.lm_head, no_eos)
+                                          model.config.d_model, self.device, dt)
+            rec.override(model.tagger.classifier, lambda out: tags)
+            rec.override(model.pointer.query, lambda out: query)
+            rec.override(model.pointer.key, lambda out: key)
+        rec.override(model.lm_head if kind == "t5" else model.insertion.lm_head, self.no_eos)
         try:
             with torch.inference_mode():
                 clock.sync()
@@ -256,33 +284,20 @@ def profile_architectures(sources: list[str], targets: list[str], tokenizer, dev
         return Sample(clock.ms(start, end), rec.total("encoder"), step_ms, None, outputs,
                       [True] * len(outputs)), steps
 
-    for group in (groups * (warmup // max(1, len(groups)) + 1))[:warmup]:
-        for name in runs:
-            run(name, group)
-    bar = tqdm(total=len(groups), desc="profiling", unit="batch", file=sys.stderr, dynamic_ncols=True,
-               disable=not progress)
-    for group in groups:
-        for name in runs:
-            sample, steps = run(name, group)
-            samples[name].append(sample)
-            forced[name].append(steps)
-        bar.update(1)
-    bar.close()
 
-    report = {}
+def entry(name: str, models: dict, samples: dict[str, list[Sample]], forced: list[int], sentences: int) -> dict:
+    """The report's entry of the run ``name`` (an architecture, or ``T5+draft``)."""
+    kind, model = models[name.split("+")[0]]
     base = median(summary([s.latency for s in samples["t5-base"]])) if "t5-base" in samples else None
-    for name in runs:
-        kind, model = models[name.split("+")[0]]
-        entry = summarize(samples[name], None, "forced-length", None)
-        entry.pop("identical_to_t5"), entry.pop("speedup_vs_t5"), entry.pop("output_tokens")
-        if "+" not in name:
-            entry.pop("acceptance_rate"), entry.pop("tokens_per_pass", None)
-        entry["speedup_vs_t5_base"] = base / entry["latency_ms"]["median"] if base else None
-        entry["forced_steps"] = summary(forced[name])
-        entry["kind"] = kind
-        entry["config"] = {k: getattr(model.config, k) for k in
-                           ("vocab_size", "d_model", "d_ff", "num_heads", "num_layers", "num_decoder_layers")}
-        entry["parameters"] = sum(p.numel() for p in model.parameters())
-        entry["sentences"] = len(rows)
-        report[name] = entry
-    return report
+    result = summarize(samples[name], None, "forced-length", None)
+    result.pop("identical_to_t5"), result.pop("speedup_vs_t5"), result.pop("output_tokens")
+    if "+" not in name:
+        result.pop("acceptance_rate"), result.pop("tokens_per_pass", None)
+    result["speedup_vs_t5_base"] = base / result["latency_ms"]["median"] if base else None
+    result["forced_steps"] = summary(forced)
+    result["kind"] = kind
+    result["config"] = {k: getattr(model.config, k) for k in
+                        ("vocab_size", "d_model", "d_ff", "num_heads", "num_layers", "num_decoder_layers")}
+    result["parameters"] = sum(p.numel() for p in model.parameters())
+    result["sentences"] = sentences
+    return result

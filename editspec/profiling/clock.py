@@ -5,7 +5,7 @@ A ``Recorder`` installs hooks and wrappers, collects stamps, and removes them ag
     rec = Recorder(Clock(device))
     rec.time_module(t5.encoder, "encoder")        # a span (start, end) per call of the encoder
     rec.time_module(t5, "step")                   # a span per decoder pass (one call of the model)
-    rec.mark_module(edit5.decoder.block[0], "step")  # a mark when each insertion step starts
+    rec.mark_module(edit5.insertion.decoder.block[0], "step")  # a mark when each insertion step starts
     ... decode ...
     rec.close()
     rec.total("encoder")      # ms in the encoder

@@ -51,12 +51,15 @@ from editspec.modeling.tensors import model_inputs
 from editspec.decoding import drafters
 from editspec.decoding.modes import shares_vocabulary
 from editspec.errors import EditspecError
+from editspec.modes import BY_NAME, CT2_GREEDY, T5
 from editspec.profiling.clock import Clock, Recorder, Sample
 from editspec.profiling.data import batches
-from editspec.profiling.modes import CT2_REFERENCE, MODES, NEEDS, REFERENCE
 from editspec.profiling.stats import median, summarize, summary
 from editspec.profiling.timed import TIMED, Batch
 from editspec.tokenization.tokens import encode, marker_ids
+
+REFERENCE = T5.name  # every mode's output is compared with T5's greedy output
+CT2_REFERENCE = CT2_GREEDY.name  # the peer the speculative mode's speedup is also given against
 
 
 class Profiler:
@@ -76,7 +79,7 @@ class Profiler:
         self.small, self.gamma, self.prompt_lookup_tokens = small, gamma, prompt_lookup_tokens
         self.window = None if gamma == "auto" else 48 if gamma == "all" else int(gamma)
         self.markers = marker_ids(edit5_tokenizer) if edit5 is not None else []
-        self.draft_costs = drafters.DraftCosts(drafters.CANDIDATES)  # the speculative mode's pick, as Corrector's
+        self.draft_costs = drafters.DraftCosts()  # the speculative mode's pick, as Corrector's
         self.shared_vocab = shares_vocabulary(t5, t5_tokenizer, edit5, edit5_tokenizer)
         model = t5 if t5 is not None else edit5
         self.device = model.device
@@ -86,7 +89,7 @@ class Profiler:
     def unavailable(self, mode: str) -> str | None:
         """Why ``mode`` cannot run with these models, or None."""
         have = {"t5": self.t5, "edit5": self.edit5, "t5-draft": self.small}
-        missing = [k for k in NEEDS[mode] if have[k] is None]
+        missing = [k for k in BY_NAME[mode].needs if have[k] is None]
         if missing:
             return f"no {' and no '.join(missing)} model" + (
                 " (bundle's t5-draft/ or --t5-draft)" if "t5-draft" in missing else "")
@@ -204,6 +207,14 @@ def profile_modes(profiler: Profiler, sources: list[str], modes: Sequence[str], 
                 trace(lambda: profiler.run(mode, groups[0], reference), trace_dir / f"trace-{mode}.json",
                       profiler.device)
 
+    mode_reports(profiler, report, run_modes, samples, same, unsupported)
+    ordered = {m: report[m] for m in BY_NAME if m in report}
+    return ordered, {"samples": samples, "sentences": len(keep), "skipped_long": len(sources) - len(keep)}
+
+
+def mode_reports(profiler: Profiler, report: dict, run_modes: list[str], samples: dict[str, list[Sample]],
+                 same: dict[str, list[bool]], unsupported: dict[str, str]) -> None:
+    """Each run mode's entry of ``report``: its samples summarized against T5's (and CTranslate2's)."""
     t5_latency = median(summary([s.latency for s in samples[REFERENCE]]))
     t5_step = median(summary([x for s in samples[REFERENCE] for x in s.steps]))
     for mode in run_modes:
@@ -218,8 +229,6 @@ def profile_modes(profiler: Profiler, sources: list[str], modes: Sequence[str], 
     if ct2.get("status") == "ok":  # the peer a user would pick: its median latency / each mode's
         for e in (report[m] for m in run_modes if report[m].get("status") == "ok"):
             e["speedup_vs_ct2_greedy"] = ct2["latency_ms"]["median"] / e["latency_ms"]["median"]
-    ordered = {m: report[m] for m in MODES if m in report}
-    return ordered, {"samples": samples, "sentences": len(keep), "skipped_long": len(sources) - len(keep)}
 
 
 def trace(fn: Callable[[], object], path: Path, device: torch.device) -> None:

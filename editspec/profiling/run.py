@@ -31,7 +31,7 @@ from editspec.profiling import ct2 as ct2_peer
 from editspec.profiling.architectures import known, profile_architectures
 from editspec.profiling.data import read_data
 from editspec.profiling.end_to_end import end_to_end as whole_path
-from editspec.profiling.modes import NEEDS, check_modes
+from editspec.modes import BY_NAME, check_modes
 from editspec.profiling.pipeline import profile_pipeline
 from editspec.profiling.profiler import Profiler, profile_modes
 from editspec.profiling.report import write_report
@@ -56,6 +56,58 @@ def load_ct2(t5_dir, device: torch.device, cache) -> tuple[ct2_peer.CT2Peer | No
         return ct2_peer.CT2Peer.load(t5_dir, device.type, torch.get_num_threads(), cache), None
     except EditspecError as e:
         return None, str(e)
+
+
+def load_profiler(corrector: Corrector, modes: Sequence[str], model: str | None, t5_draft: str | None, dev,
+                  torch_dtype, quantize: str | None, ct2_cache, report: dict, **settings) -> Profiler:
+    """The ``Profiler`` of ``corrector``'s models and what ``modes`` need beside them: the small T5
+    (``t5_draft``, else the bundle's ``t5-draft/``), transformers' T5 (hf-*), the CTranslate2 peer
+    (ct2-*; its version or why it is missing goes into ``report``), all quantized as asked."""
+    small = None
+    draft_dir = t5_draft
+    if draft_dir is None:
+        root = Path(model) if model else DEFAULT_MODEL
+        draft_dir = root / "t5-draft" if (root / "t5-draft" / "config.json").is_file() else None
+    if draft_dir is not None and any("t5-draft" in BY_NAME[m].needs for m in modes):
+        small, small_tok = load_t5(draft_dir, device=dev, dtype=torch_dtype, transformers=True)
+        if corrector.t5_tokenizer is not None and small_tok.get_vocab() != corrector.t5_tokenizer.get_vocab():
+            raise EditspecError(f"the small T5 at {draft_dir} has another tokenizer than the T5")
+    hf_t5 = None  # transformers' generate (hf-*) runs on transformers' model of the same T5
+    if corrector.t5 is not None and any(m.startswith("hf-") for m in modes):
+        hf_t5, _ = load_t5(corrector.paths["t5"], device=dev, dtype=torch_dtype, transformers=True)
+    if quantize is not None:  # the T5 first: a shared encoder is then quantized once
+        for m in (corrector.t5, corrector.edit5, small, hf_t5):
+            if m is not None:
+                quantization.quantize(m, quantize)
+    peer, peer_why = None, None
+    if any(isinstance(TIMED[m], CT2) for m in modes):
+        peer, peer_why = load_ct2(corrector.paths.get("t5"), dev, ct2_cache)
+        report["ctranslate2"] = peer_why or ct2_version()
+    return Profiler(corrector.t5, corrector.t5_tokenizer, corrector.edit5, corrector.edit5_tokenizer, small,
+                    ct2=peer, ct2_unavailable=peer_why, hf_t5=hf_t5, **settings)
+
+
+def correct_path(load: dict, sources: list[str], warmup: int, pipeline: bool, end_to_end: bool, ct2_cache) -> dict:
+    """The report's ``pipeline`` (with the load's seconds) and/or ``end_to_end`` entries, of a
+    corrector loaded as ``editspec correct`` loads it (``load``: ``Corrector.from_pretrained``'s arguments)."""
+    start = time.perf_counter()
+    corrector = Corrector.from_pretrained(**load)
+    load_seconds = time.perf_counter() - start
+    out = {}
+    if pipeline:
+        out["pipeline"] = {**profile_pipeline(corrector, sources, warmup), "load_seconds": load_seconds}
+    if end_to_end:
+        peer, peer_why = load_ct2(corrector.paths.get("t5"), load["device"], ct2_cache)
+        out["end_to_end"] = whole_path(corrector, sources, peer, peer_why, warmup=warmup)
+    return out
+
+
+def check_architectures(names: list[str] | None) -> list[str] | None:
+    """``names`` (None: the defaults); an unknown one is an error."""
+    unknown = sorted(set(names or ()) - set(known()))
+    if unknown:
+        raise EditspecError(f"unknown architecture(s) {', '.join(unknown)} (known: {', '.join(known())})")
+    return names
 
 
 def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str] = (), *,
@@ -109,29 +161,8 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
     with quiet_transformers():
         if modes:
             corrector = Corrector.from_pretrained(model, edit5=edit5, t5=t5, device=dev, dtype=torch_dtype)
-            small = None
-            draft_dir = t5_draft
-            if draft_dir is None:
-                root = Path(model) if model else DEFAULT_MODEL
-                draft_dir = root / "t5-draft" if (root / "t5-draft" / "config.json").is_file() else None
-            if draft_dir is not None and any(NEEDS[m][-1] == "t5-draft" for m in modes):
-                small, small_tok = load_t5(draft_dir, device=dev, dtype=torch_dtype, transformers=True)
-                if corrector.t5_tokenizer is not None and small_tok.get_vocab() != corrector.t5_tokenizer.get_vocab():
-                    raise EditspecError(f"the small T5 at {draft_dir} has another tokenizer than the T5")
-            hf_t5 = None  # transformers' generate (hf-*) runs on transformers' model of the same T5
-            if corrector.t5 is not None and any(m.startswith("hf-") for m in modes):
-                hf_t5, _ = load_t5(corrector.paths["t5"], device=dev, dtype=torch_dtype, transformers=True)
-            if quantize is not None:  # the T5 first: a shared encoder is then quantized once
-                for m in (corrector.t5, corrector.edit5, small, hf_t5):
-                    if m is not None:
-                        quantization.quantize(m, quantize)
-            peer, peer_why = None, None
-            if any(isinstance(TIMED[m], CT2) for m in modes):
-                peer, peer_why = load_ct2(corrector.paths.get("t5"), dev, ct2_cache)
-                report["ctranslate2"] = peer_why or ct2_version()
-            profiler = Profiler(corrector.t5, corrector.t5_tokenizer, corrector.edit5, corrector.edit5_tokenizer,
-                                small, gamma=gamma, prompt_lookup_tokens=prompt_lookup_tokens, ct2=peer,
-                                ct2_unavailable=peer_why, hf_t5=hf_t5)
+            profiler = load_profiler(corrector, modes, model, t5_draft, dev, torch_dtype, quantize, ct2_cache,
+                                     report, gamma=gamma, prompt_lookup_tokens=prompt_lookup_tokens)
             max_ids = min(n for _, n in corrector.limits)
             report["modes"], raw = profile_modes(profiler, sources, modes, batch_size, warmup, max_ids,
                                                  out if trace else None, progress=progress)
@@ -141,27 +172,18 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str
             if corrector.rescore:
                 report["rescoring"] = time_rescoring(corrector, sources, warmup)
             tokenizer = profiler.tokenizer
-        if pipeline or end_to_end:  # loaded as editspec correct loads it, the load timed
-            start = time.perf_counter()
-            corrector = Corrector.from_pretrained(model, edit5=edit5, t5=t5, device=dev, batch_size=batch_size,
-                                                  dtype=torch_dtype, quantize=quantize)
-            load_seconds = time.perf_counter() - start
-            if pipeline:
-                report["pipeline"] = {**profile_pipeline(corrector, sources, warmup), "load_seconds": load_seconds}
-            if end_to_end:
-                peer, peer_why = load_ct2(corrector.paths.get("t5"), dev, ct2_cache)
-                report["end_to_end"] = whole_path(corrector, sources, peer, peer_why, warmup=warmup)
+        if pipeline or end_to_end:
+            load = dict(model=model, edit5=edit5, t5=t5, device=dev, batch_size=batch_size, dtype=torch_dtype,
+                        quantize=quantize)
+            report.update(correct_path(load, sources, warmup, pipeline, end_to_end, ct2_cache))
             report["sentences"] = report["sentences"] or len(sources)
         if use_architectures:
             if tokenizer is None:
                 edit5_path, t5_path = resolve_models(model, edit5, t5) if (model or edit5 or t5) else (None, None)
                 tokenizer = load_tokenizer(t5_path or edit5_path or DEFAULT_MODEL / "tokenizer")
             names = None if architectures is True else list(architectures) or None  # none named: the defaults
-            unknown = sorted(set(names or ()) - set(known()))
-            if unknown:
-                raise EditspecError(f"unknown architecture(s) {', '.join(unknown)} (known: {', '.join(known())})")
-            report["architectures"] = profile_architectures(sources, targets, tokenizer, dev, torch_dtype,
-                                                            batch_size, warmup, names=names, progress=progress)
+            report["architectures"] = profile_architectures(sources, targets, tokenizer, dev, torch_dtype, batch_size,
+                                                            warmup, names=check_architectures(names), progress=progress)
             if not modes:
                 report["sentences"] = next(iter(report["architectures"].values()))["sentences"]
     write_report(out, report, raw)

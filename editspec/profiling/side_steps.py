@@ -22,7 +22,8 @@ import time
 from typing import Sequence
 
 from editspec.corrector import Corrector
-from editspec.decoding.rescoring import rescore, scorer
+from editspec.decoding.modes import MODES
+from editspec.decoding.rescoring import rescore
 from editspec.profiling.stats import summary
 from editspec.text.guard import real_words
 from editspec.text.spelling import load_speller, respell_all
@@ -60,7 +61,7 @@ def time_rescoring(corrector: Corrector, sources: Sequence[str], warmup: int) ->
         plain = Corrector(kind, **{kind: model, f"{kind}_tokenizer": tok}, paths=corrector.paths,
                           max_edit_words=corrector.max_edit_words)
         outputs = plain.correct(units)
-        score = scorer(model, tok, prefix=corrector.prefix if kind == "t5" else "")
+        score = MODES[kind].scorer(plain, prefix=corrector.prefix)  # the edit5 mode reads no prefix
         for unit, output in zip(units[:warmup], outputs[:warmup]):
             rescore([unit], [output], score)
         times = []

@@ -1,9 +1,9 @@
-"""How ``editspec profile`` runs and times each mode: one object per mode of ``profiling.modes``.
+"""How ``editspec profile`` runs and times each mode: one object per mode of ``editspec.modes``.
 
     Core       our T5 on the decoding core: ``t5`` and ``speculative`` are the corrector's own
                mode objects (``editspec.decoding.modes``: drafter, slots and budgets as
                ``Corrector``'s); ``speculative-*`` the same T5 run with another drafter
-    EdiT5      EdiT5 alone (``decoding.edit5``), the insertion decoder's steps marked
+    EdiT5      EdiT5 alone: the corrector's edit5 mode object, the insertion decoder's steps marked
     Peer       transformers' ``generate`` (hf-*)
     CT2        CTranslate2's ``translate_batch`` (ct2-*): one call, timed whole
 
@@ -22,12 +22,10 @@ import torch
 
 from editspec.decoding import core, drafters
 from editspec.decoding import modes as decoding_modes
-from editspec.decoding.budgets import insertion_budget
-from editspec.decoding.edit5 import edits
-from editspec.decoding.modes import Models, T5Mode
+from editspec.decoding.modes import Edit5Mode, Models, T5Mode
 from editspec.decoding.window import WindowPolicy
+from editspec import modes
 from editspec.modes import Mode
-from editspec.profiling import modes
 from editspec.profiling.clock import Clock, Recorder
 from editspec.profiling.drafters import TimedDrafter
 from editspec.tokenization.edits import realize
@@ -147,16 +145,22 @@ class Core(Timed):
 
 
 class EdiT5(Timed):
+    """The corrector's edit5 mode (``runner``: its edits, each row within its own budget), the
+    insertion decoder's steps marked; its outputs are the realized ids, not rendered text."""
+
     counts_passes = False  # its outputs are realized edits, not what its decoder emits
+
+    def __init__(self, runner: Edit5Mode):
+        super().__init__(runner.mode)
+        self.runner = runner
 
     def instrument(self, p, rec, batch):
         rec.time_module(p.edit5.encoder, "encoder")
-        rec.mark_module(p.edit5.decoder.block[0], "step")
+        rec.mark_module(p.edit5.insertion.decoder.block[0], "step")
 
     def decode(self, p, batch, reference, rec):
-        budgets = [insertion_budget(len(e.ids) + 1) for e in batch.edit5_encoded]
         with torch.inference_mode():
-            found = edits(p.edit5, batch.edit5_ids, batch.edit5_mask, budgets)
+            found = self.runner.edits(p, batch.edit5_encoded, batch.edit5_ids, batch.edit5_mask)
         end = p.clock.stamp()
         eos = p.edit5_tokenizer.eos_token_id
         return Decoded([realize(e.ids, ed, p.markers, eos) for e, ed in zip(batch.edit5_encoded, found)], None, end)
@@ -220,7 +224,7 @@ class CT2(Timed):
 
 TIMED: dict[str, Timed] = {t.mode.name: t for t in (
     Core(decoding_modes.T5),
-    EdiT5(decoding_modes.EDIT5.mode),
+    EdiT5(decoding_modes.EDIT5),
     Core(decoding_modes.SPECULATIVE, reads_t5_ids=True),
     Core(decoding_modes.T5, modes.SPECULATIVE_EDIT5, reads_t5_ids=True,
          draft=lambda p, batch, reference: drafters.Mix(drafters.EdiT5(p.edit5, p.markers), drafters.Ngram())),

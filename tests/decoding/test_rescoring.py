@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from editspec.decoding import core, decoder, drafters
-from editspec.decoding.rescoring import Known, rescore, scorer
+from editspec.decoding.rescoring import Known, rescore, t5_scorer
 from editspec.text.diff import diff
 from editspec.tokenization.tokens import encode
 from tests.helpers import random_batch, random_t5
@@ -138,14 +138,14 @@ def test_the_t5_scorer_reads_known_scores_instead_of_a_forced_pass(tokenizer, mo
     ids = lambda text: tuple(encode(tokenizer, [text])[0].ids + [eos])  # noqa: E731
     key = lambda s, t: (ids(s), ids(t))  # noqa: E731
     known = Known({key("fix: " + SOURCE, OUTPUT): -1.5}, widths=(40, 70))
-    values = scorer(model, tokenizer, known=known, prefix="fix: ")([SOURCE, SOURCE], [OUTPUT, NO_THE])
+    values = t5_scorer(model, tokenizer, known=known, prefix="fix: ")([SOURCE, SOURCE], [OUTPUT, NO_THE])
     assert values[0] == -1.5 and forced == [(*key("fix: " + SOURCE, NO_THE), (40, 70))]
     assert values[1] == real(model, [forced[0][0]], [forced[0][1]], widths=(40, 70))[0]
 
 
 def test_an_overfitted_t5_keeps_its_right_edits_and_undoes_a_wrong_one(tokenizer, overfitted_t5):
     model, sources, targets = overfitted_t5
-    score = scorer(model, tokenizer, batch_size=5)
+    score = t5_scorer(model, tokenizer, batch_size=5)
     changed = [(s, t) for s, t in zip(sources, targets) if s != t]
     assert len(changed) >= 12
     assert rescore([s for s, _ in changed], [t for _, t in changed], score) == [t for _, t in changed]

@@ -22,6 +22,7 @@ from editspec.modeling.modeling_edit5 import EdiT5Model
 from editspec.modeling.modeling_t5 import InferenceT5
 from editspec.modeling.t5 import load_t5
 from editspec.modeling.t5_layers import relative_position_bucket
+from editspec.tokenization.edits import Edits
 from editspec.tokenization.tokens import marker_ids
 from tests.helpers import pairs, random_batch, save, tiny_edit5
 
@@ -120,7 +121,7 @@ def test_edit5_equals_transformers(tmp_path, tokenizer, dtype, pointed):
         dropout_rate=0.0, max_order_positions=64, tag_embedding_dim=16, pad_token_id=tokenizer.pad_token_id,
         eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.pad_token_id, **extra)).eval()
     if pointed == "gap":  # a trained gap key is not zero
-        torch.nn.init.normal_(reference.marker_gap_key.weight)
+        torch.nn.init.normal_(reference.insertion.marker_gap_key.weight)
     save(reference, tokenizer, tmp_path / "edit5")
     ours, tok = load_edit5(str(tmp_path / "edit5"), torch.device("cpu"))
     assert isinstance(ours, InferenceEdiT5) and type(tok).__name__ == "FastTokenizer"
@@ -162,6 +163,42 @@ def test_shipped_models_equal_transformers(tokenizer, dtype):
     edit5, _ = load_edit5(str(DEFAULT_MODEL / "edit5"), torch.device("cpu"))
     expected = EdiT5Model.from_pretrained(DEFAULT_MODEL / "edit5", dtype=torch.float32).eval()
     assert_same_edit5(edit5.to(dtype), expected.to(dtype), edit5_batch(tok, 24))
+
+
+# the shipped EdiT5's float32 outputs, recorded before its heads became modules (issue 61): the
+# checkpoint's names still load, into both models, and give them
+SHIPPED_TEXTS = ["He go to school yesterday and buyed a apple .", "I recieve your leter.", "Thank you for you help.",
+                 "In my opinion , the technology have change our life ."]
+SHIPPED_EDITS = [
+    Edits(tags=[1] * 12, order=list(range(12)), insertions=[1]),
+    Edits(tags=[1, 0, 0, 1, 1, 1, 1], order=[0, 3, 4, 5, 6], insertions=[16254, 562, 562, 562, 562, 1]),
+    Edits(tags=[1, 1, 1, 0, 1, 1], order=[0, 1, 2, 4, 5], insertions=[16252, 123, 1]),
+    Edits(tags=[1, 1, 1, 0, 1, 0, 1, 0, 0, 1, 1, 1, 1], order=[0, 1, 2, 4, 6, 9, 10, 11, 12],
+          insertions=[16252, 4, 16250, 52, 782, 1]),
+]
+# log_likelihood of edit5_batch(tok, 6), one thread (float32's last bits follow the kernels: approx)
+SHIPPED_LOG_P = [-7.446105003356934, -4.588901042938232, -26.347042083740234, -24.052568435668945,
+                 -0.015276797115802765, -15.826269149780273]
+
+
+def test_the_shipped_edit5_gives_the_outputs_it_gave():
+    from safetensors import safe_open
+
+    from editspec.modeling.tensors import model_inputs
+    from editspec.tokenization.tokens import encode, load_tokenizer
+
+    path = DEFAULT_MODEL / "edit5"
+    with safe_open(str(path / "model.safetensors"), "pt") as f:  # the shipped weights keep their names
+        keys = set(f.keys())
+    assert "tag_layer.layer.0.SelfAttention.q.weight" in keys and not any(k.startswith("tagger.") for k in keys)
+    tok = load_tokenizer(path)
+    encoded = encode(tok, SHIPPED_TEXTS)
+    ids, mask = model_inputs([e.ids for e in encoded], tok.eos_token_id, tok.pad_token_id, torch.device("cpu"))
+    batch = edit5_batch(tok, 6)
+    for model in (EdiT5Model.from_pretrained(path, dtype=torch.float32).eval(),
+                  load_edit5(str(path), torch.device("cpu"))[0]):
+        assert model.generate_edits(ids, mask, 40) == SHIPPED_EDITS
+        assert model.log_likelihood(**batch).tolist() == pytest.approx(SHIPPED_LOG_P, rel=1e-5)
 
 
 def test_correct_imports_no_transformers(tmp_path):

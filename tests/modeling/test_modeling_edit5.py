@@ -11,10 +11,11 @@ from editspec.tokenization.edits import KEEP, Edits, realize
 from editspec.modeling.features import (
     collate_edit5, collate_t5, edit5_features, edit5_features_batch, edit5_features_from_ids, t5_features,
 )
-from editspec.modeling.edit5_heads import decode_order
+from editspec.modeling.edit5_heads import decode_order, to_checkpoint
 from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
 from editspec.modeling.tensors import IGNORE
 from editspec.tokenization.tokens import encode, marker_ids
+from editspec.decoding.modes import EDIT5, Loaded
 from tests.helpers import pairs
 
 TINY = dict(d_model=32, d_kv=8, d_ff=64, num_heads=4, num_layers=2, num_decoder_layers=1,
@@ -184,7 +185,9 @@ def test_overfits_to_exact_targets(tokenizer, trained):
         src, tgt = (x.ids for x in encode(tokenizer, [source, target]))
         assert realize(src, e, markers, eos) == tgt, (source, target, e, step)
     assert any(e.reordered for e in edits)  # the swap was undone by the pointer network
-    assert model.correct(tokenizer, [s for s, _ in data], batch_size=7) == [t for _, t in data]
+    # as the edit5 mode decodes (``Corrector``, training's dev scoring): 7 rows a batch, each its own budget
+    models, encoded = Loaded(edit5=model, edit5_tokenizer=tokenizer), encode(tokenizer, [s for s, _ in data])
+    assert EDIT5.render(models, encoded, EDIT5.run(models, encoded, 7)[0]) == [t for _, t in data]
 
 
 def test_batch_equals_single(tokenizer, trained):
@@ -202,7 +205,7 @@ def test_save_load_round_trip(tokenizer, trained, tmp_path):
     loaded = EdiT5Model.from_pretrained(tmp_path).eval()
     config = lambda m: {k: v for k, v in m.config.to_dict().items() if k != "_name_or_path"}
     assert config(loaded) == config(model)
-    assert loaded.lm_head.weight is loaded.shared.weight  # tied, as saved
+    assert loaded.insertion.lm_head.weight is loaded.shared.weight  # tied, as saved
     for (name, a), (_, b) in zip(model.state_dict().items(), loaded.state_dict().items()):
         assert torch.equal(a, b), name
     with torch.no_grad():
@@ -212,6 +215,43 @@ def test_save_load_round_trip(tokenizer, trained, tmp_path):
     assert loaded.generate_edits(batch["input_ids"], batch["attention_mask"]) == \
         model.generate_edits(batch["input_ids"], batch["attention_mask"])
     assert type(AutoModel.from_pretrained(tmp_path)) is EdiT5Model  # registered with the Auto classes
+
+
+def test_checkpoints_keep_their_names_and_either_names_load(tokenizer, trained, tmp_path):
+    """The heads are modules (tagger.*, pointer.*, insertion.*); checkpoints keep the flat names they
+    always had (tag_layer.*), written by save_pretrained and read by from_pretrained, InferenceEdiT5
+    and torch's load_state_dict (accelerate's resume, an EMA); a file under the modules' names
+    loads too."""
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+    from torch.optim.swa_utils import AveragedModel
+
+    from editspec.modeling.edit5_inference import InferenceEdiT5
+
+    model, data, batch, _ = trained
+    assert {"tagger", "pointer", "insertion"} <= {n for n, _ in model.named_children()}
+    model.save_pretrained(tmp_path / "saved")
+    with safe_open(str(tmp_path / "saved" / "model.safetensors"), "pt") as f:
+        keys = set(f.keys())
+    expected = set(to_checkpoint(model.state_dict())) - {"lm_head.weight"}  # tied: the embedding, once
+    assert keys == expected and {"tag_layer.layer.0.SelfAttention.q.weight", "decoder.final_layer_norm.weight"} <= keys
+    (tmp_path / "modules").mkdir()
+    for f in ("config.json",):
+        (tmp_path / "modules" / f).write_bytes((tmp_path / "saved" / f).read_bytes())
+    save_file({k: v.contiguous() for k, v in model.state_dict().items() if k != "insertion.lm_head.weight"},
+              str(tmp_path / "modules" / "model.safetensors"), metadata={"format": "pt"})
+    want = model.generate_edits(batch["input_ids"], batch["attention_mask"])
+    for where in ("saved", "modules"):
+        for loaded in (EdiT5Model.from_pretrained(tmp_path / where).eval(),
+                       InferenceEdiT5.from_pretrained(tmp_path / where)):
+            assert loaded.generate_edits(batch["input_ids"], batch["attention_mask"]) == want, (where, type(loaded))
+    fresh = tiny_model(tokenizer, marker_ids=model.config.marker_ids, marker_gap=model.config.marker_gap).eval()
+    fresh.load_state_dict(to_checkpoint(model.state_dict()))
+    assert fresh.generate_edits(batch["input_ids"], batch["attention_mask"]) == want
+    ema = AveragedModel(tiny_model(tokenizer, marker_ids=model.config.marker_ids, marker_gap=model.config.marker_gap))
+    saved = {f"module.{k}": v for k, v in to_checkpoint(model.state_dict()).items()}
+    ema.load_state_dict({"n_averaged": torch.tensor(1), **saved})
+    assert ema.module.eval().generate_edits(batch["input_ids"], batch["attention_mask"]) == want
 
 
 def test_greedy_inference_matches_teacher_forced_pass(tokenizer, trained):
@@ -258,10 +298,10 @@ def test_log_likelihood_sums_what_the_losses_average(tokenizer):
 
 def test_rescoring_keeps_the_learned_edits_and_undoes_a_wrong_one(tokenizer, trained):
     from editspec.text.diff import diff
-    from editspec.decoding.rescoring import rescore, scorer
+    from editspec.decoding.rescoring import edit5_scorer, rescore
 
     model, data, _, _ = trained
-    score = scorer(model, tokenizer, batch_size=6)
+    score = edit5_scorer(model, tokenizer, batch_size=6)
     changed = [(s, t) for s, t in data if s != t]
     assert len(changed) >= 12
     assert rescore([s for s, _ in changed], [t for _, t in changed], score) == [t for _, t in changed]
@@ -287,7 +327,7 @@ def test_marker_gap_starts_as_the_pointed_checkpoint_and_learns(tokenizer, tmp_p
     with torch.no_grad():
         assert torch.equal(pointed(**batch).insertion_logits, gap(**batch).insertion_logits)
     gap(**batch).loss.backward()
-    assert gap.marker_gap_key.weight.grad.abs().sum() > 0
+    assert gap.insertion.marker_gap_key.weight.grad.abs().sum() > 0
 
 
 def test_loss_weighting(tokenizer):
@@ -328,14 +368,15 @@ def test_from_t5_copies_encoder_and_decoder(tokenizer, tmp_path, tied):
     model = EdiT5Model.from_t5(tmp_path, num_layers=2, max_order_positions=64).eval()
     assert model.config.tie_word_embeddings == tied and model.config.d_model == 32
     assert torch.equal(model.shared.weight, t5.shared.weight)
-    t5_state, state = t5.state_dict(), model.state_dict()
-    for name in state:
-        if name.startswith(("encoder.", "decoder.")):
-            assert torch.equal(state[name], t5_state[name]), name
+    t5_state, state = t5.state_dict(), to_checkpoint(model.state_dict())  # the insertion decoder's: decoder.*
+    copied = [name for name in state if name.startswith(("encoder.", "decoder."))]
+    assert any(n.startswith("decoder.block.0.") for n in copied) and "decoder.final_layer_norm.weight" in copied
+    for name in copied:
+        assert torch.equal(state[name], t5_state[name]), name
     assert not any(k.startswith("encoder.block.2") for k in state)  # num_layers=2 took the first two
     if not tied:
-        assert torch.equal(model.lm_head.weight, t5.lm_head.weight)
-        assert model.lm_head.weight.data_ptr() != model.shared.weight.data_ptr()
+        assert torch.equal(model.insertion.lm_head.weight, t5.lm_head.weight)
+        assert model.insertion.lm_head.weight.data_ptr() != model.shared.weight.data_ptr()
     # the first two encoder layers compute what T5's do (final norm included)
     ids = torch.tensor([encode(tokenizer, ["He go to school."])[0].ids + [tokenizer.eos_token_id]])
     t5.encoder.block = t5.encoder.block[:2]
@@ -350,7 +391,7 @@ def test_confidence_biases_force_identity_edits(tokenizer):
     ends or never ends the insertions: the knobs work."""
     import torch as _torch
 
-    from editspec.modeling.edit5_heads import decode_order
+    from editspec.modeling.edit5_heads import decode_order, to_checkpoint
 
     logits = _torch.randn(3, 7, 7)
     kept = _torch.ones(3, 7, dtype=_torch.bool)
@@ -380,19 +421,19 @@ def test_pointer_offset_bias_scores_relative_offsets(tokenizer):
     ids = torch.tensor([[5, 9, 7, 11, tokenizer.eos_token_id]])
     h, mask = model._encode(ids, torch.ones_like(ids))
     kept = torch.ones_like(ids, dtype=torch.bool)
-    s, is_eos = model._tagged_states(h, kept.long()), ids == tokenizer.eos_token_id
-    base = model._pointer_logits(s, mask, kept, is_eos)
+    s, is_eos = model.tagger.tagged(h, kept.long()), ids == tokenizer.eos_token_id
+    base = model.pointer(s, mask, kept, is_eos)
     plus_one = T5Attention._relative_position_bucket(
         torch.tensor(1), bidirectional=True, num_buckets=model.config.relative_attention_num_buckets,
         max_distance=model.config.relative_attention_max_distance,
     )
     with torch.no_grad():
-        model.pointer_offset.weight[plus_one] += 100.0
-    raised = model._pointer_logits(s, mask, kept, is_eos)
+        model.pointer.offset.weight[plus_one] += 100.0
+    raised = model.pointer(s, mask, kept, is_eos)
     diff = (raised - base).detach()
     assert torch.allclose(diff[0, :4].diagonal(1), torch.full((4,), 1000.0))  # row i, column i + 1
     assert float(diff[0].abs().sum()) == pytest.approx(4000.0, rel=1e-4)
-    assert tiny_model(tokenizer, pointer_offset_bias=False).pointer_offset is None
+    assert tiny_model(tokenizer, pointer_offset_bias=False).pointer.offset is None
 
 
 # -- the heads on a T5's encoder --

@@ -31,7 +31,7 @@ def bundle(tmp_path_factory, tokenizer):
         dropout_rate=0.0, max_order_positions=64, tag_embedding_dim=8, pad_token_id=tokenizer.pad_token_id,
         eos_token_id=eos, decoder_start_token_id=tokenizer.pad_token_id, tie_word_embeddings=False)).double()
     with torch.no_grad():
-        edit5.lm_head.weight[eos] *= 4
+        edit5.insertion.lm_head.weight[eos] *= 4
     _save(edit5, tokenizer, root / "edit5")
     return root
 

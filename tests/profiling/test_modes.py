@@ -1,33 +1,45 @@
-"""editspec/profiling/modes.py: the corrector's modes first, T5 leading; every mode's needs, and one
-object per mode that runs it (profiling/timed.py)."""
+"""editspec/modes.py, the one table of modes: the corrector's first, T5 leading; every mode's needs,
+and one object per mode that runs it (decoding/modes.py for the corrector's, profiling/timed.py for
+all), found by the mode it holds."""
 
 import pytest
 
-from editspec import modes as corrector_modes
-from editspec.config import MODES as CORRECTOR_MODES
+from editspec import modes
+from editspec.config import CorrectorConfig
+from editspec.decoding import drafters
 from editspec.decoding import modes as decoding_modes
 from editspec.errors import EditspecError
-from editspec.profiling.modes import ALL, MODES, NEEDS, check_modes
+from editspec.modes import ALL, BY_NAME, CORRECTOR, check_modes
 from editspec.profiling.timed import TIMED, Core
 
 
-def test_modes_extend_the_correctors():
-    assert MODES[0] == "t5" and set(CORRECTOR_MODES) == set(MODES[:len(CORRECTOR_MODES)])
-    assert len(set(MODES)) == len(MODES) and set(NEEDS) == set(MODES) == set(TIMED)
-    assert all(TIMED[m.name].mode is m for m in ALL)
-    assert all("t5" in NEEDS[m] for m in MODES if m != "edit5")  # T5 verifies or decodes
-    assert [m for m in MODES if TIMED[m].batch_one] == ["hf-assisted", "hf-prompt-lookup"]
+def test_one_table_of_modes():
+    assert ALL[0] is modes.T5 and [m.name for m in ALL[:len(CORRECTOR)]] == ["t5", "edit5", "speculative"]
+    assert len(set(BY_NAME)) == len(ALL) and set(BY_NAME) == set(TIMED)
+    assert all(TIMED[m.name].mode is m for m in ALL)  # the profiler's objects hold the table's modes
+    assert set(decoding_modes.MODES) == set(CORRECTOR) == {m.name for m in ALL if m.corrector}
+    assert all(decoding_modes.MODES[name].mode is CORRECTOR[name] for name in CORRECTOR)
+    assert all("t5" in m.needs for m in ALL if m is not modes.EDIT5)  # T5 verifies or decodes
+    assert [m.name for m in ALL if TIMED[m.name].batch_one] == ["hf-assisted", "hf-prompt-lookup"]
+    with pytest.raises(EditspecError, match="choose one of t5, edit5, speculative"):  # the profiler's are not
+        CorrectorConfig(mode="hf-greedy")
 
 
 def test_the_profilers_corrector_modes_are_the_correctors():
     """One object per corrector mode: the profiler times the corrector's own (what it needs and
     uses, its drafter, its budgets), so the two cannot drift apart."""
-    for name in CORRECTOR_MODES:
-        assert TIMED[name].mode is corrector_modes.CORRECTOR[name] is decoding_modes.MODES[name].mode
-        assert NEEDS[name] == corrector_modes.CORRECTOR[name].needs
     for name in ("t5", "speculative"):
         timed = TIMED[name]
         assert isinstance(timed, Core) and timed.runner is decoding_modes.MODES[name] and timed.draft is None
+    assert TIMED["edit5"].runner is decoding_modes.EDIT5
+
+
+def test_drafter_names_come_from_the_drafters():
+    """The speculative mode's candidates are built from the classes ``CANDIDATES`` names, in its order."""
+    assert drafters.CANDIDATES == ("edit5", "copy")
+    built = [d.candidate(object(), [5]) for d in drafters.CANDIDATE_DRAFTERS]
+    assert [d.name for d in built] == list(drafters.CANDIDATES)
+    assert isinstance(built[0].drafters[0], drafters.EdiT5) and isinstance(built[1].drafters[0], drafters.Copy)
 
 
 def test_check_modes():

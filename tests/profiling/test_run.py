@@ -12,7 +12,7 @@ import pytest
 
 from editspec import cli
 from editspec.profiling import architectures
-from editspec.profiling.modes import MODES
+from editspec.modes import BY_NAME
 
 EXACT = ("speculative", "speculative-edit5", "speculative-copy", "speculative-perfect", "hf-greedy")
 STAT_KEYS = {"median", "p90", "mean"}
@@ -35,7 +35,7 @@ def test_profile_report(bundle, dev_m2, tmp_path):
         assert key in report
     assert report["threads"] == 1 and report["batch_size"] == 1 and report["sentences"] == 5
     assert report["options"]["limit"] == 5 and report["options"]["model"] == str(bundle)
-    assert list(report["modes"]) == list(MODES)
+    assert list(report["modes"]) == list(BY_NAME)
     for mode, e in report["modes"].items():
         assert e["status"] == "ok", (mode, e)
         assert e["source"] == "trained"

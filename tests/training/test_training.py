@@ -25,8 +25,8 @@ from editspec.corrector import Corrector
 from editspec.modeling.modeling_edit5 import EdiT5Model
 from editspec.modeling.t5 import load_t5
 from editspec.modeling import features
-from editspec.tokenization.tokens import TOKENIZER_FILES, load_tokenizer, marker_ids
-from tests.helpers import sentences
+from editspec.tokenization.tokens import TOKENIZER_FILES, encode, load_tokenizer, marker_ids
+from tests.helpers import pairs, sentences, tiny_edit5, tiny_t5
 from training import average, ship
 from training import data_mixture as dm
 from training import budget, config, data, models
@@ -514,6 +514,27 @@ def test_approximate_f05_scores_edits_against_the_source():
     assert half["approx_precision"] == 100.0 and half["approx_recall"] == 50.0
     wrong = scorer.score(["She went to school every day.", "I have an apple.", "It is very fine."])
     assert wrong["approx_precision"] == pytest.approx(100 / 3) and wrong["approx_recall"] == 50.0
+
+
+def test_dev_scoring_decodes_as_the_corrector(tokenizer):
+    """Dev F0.5's corrections are the corrector's for the same model (its kind's mode, each row's own
+    budget), whatever the batching; a text over ``max_length`` ids stays as written, as there."""
+    from training.dev import correct_fn_for
+
+    torch.manual_seed(0)
+    sources = [s for s, _ in pairs(12)] + [" ".join(sentences(6))]  # the last one too long
+    assert len(encode(tokenizer, sources[-1:])[0].ids) >= 30 > max(len(e.ids) for e in encode(tokenizer, sources[:-1]))
+    t5 = tiny_t5(tokenizer)
+    with torch.no_grad():  # neither EOS nor padding: each row writes words to its own budget
+        t5.shared.weight[[tokenizer.eos_token_id, tokenizer.pad_token_id]] = 0.0
+    for kind, model in (("t5", t5), ("edit5", tiny_edit5(tokenizer, max_order_positions=64))):
+        model.eval()
+        corrector = Corrector(kind, **{kind: model, f"{kind}_tokenizer": tokenizer}, batch_size=5, max_length=30)
+        with mock.patch("training.dev.DECODE_ROWS", 3):
+            got = correct_fn_for(model, models.ModelKind(kind), tokenizer, 30)(sources)
+        # the corrector's model output, before the steps after it (``keep_unreadable``, the guard)
+        assert got[:-1] == corrector._correct_batch(encode(tokenizer, sources[:-1])) and got[-1] == sources[-1]
+        assert all(g != s for g, s in zip(got[:-1], sources)), kind  # random models rewrite
 
 
 def test_respell_passes_sources_through_the_spelling_step(tmp_path):
