@@ -16,10 +16,14 @@ files in and out::
 
     driver    tables.plan: the files, checked before anything starts (as the local run)
     read      a read task per input file, on the driver's node (its files need not be on the
-              others), 0 CPUs: ``tables.read``'s blocks, ``RAY_BLOCK_ROWS`` rows each
-    correct   map_batches(CorrectBatch): ``actors`` actors, ``threads`` CPUs and torch threads
-              each, one ``Corrector`` each, loaded once; a block is one batch
-              (``tables.correct_table``, the local run's code)
+              others), 0 CPUs: ``tables.read``'s blocks, the local run's very blocks, each packed
+              whole into one row (Arrow IPC bytes), so that Ray, which cuts and merges blocks
+              by bytes, cannot cut one
+    correct   map_batches(CorrectBatch) through ``_Packed``, a batch of one packed block:
+              ``actors`` actors, ``threads`` CPUs and torch threads each, one ``Corrector`` each,
+              loaded once, correcting the local run's blocks (``tables.correct_table``, the local
+              run's code): a sentence is decoded among the same sentences as in the local run,
+              so even bf16 (whose output can change with the batch) writes the local run's text
     write     the driver takes the blocks back in input order (``preserve_order``), cuts them
               into the files by their row counts and writes them (``tables.write``): the same
               bytes as the local run, atomically
@@ -37,11 +41,10 @@ from typing import Iterator
 import pyarrow as pa
 
 from editspec.errors import EditspecError
+from editspec import tables
 from editspec.tables import Job, correct_table, read
 
-# rows per block sent to an actor: small enough that the last blocks keep every actor busy to
-# the end, large enough that Ray's per-block cost is a small share (reports/ray.md)
-RAY_BLOCK_ROWS = 100
+PACKED = "editspec_block"  # the one column of the packed blocks: a block's Arrow IPC stream a row
 
 
 class CorrectBatch:
@@ -101,53 +104,72 @@ def corrected_blocks(jobs: list[Job], column: str, options: dict, actors: int | 
                      fn: type = CorrectBatch) -> Iterator[tuple[int, pa.Table]]:
     """(job index, corrected block) for every row of ``jobs``' inputs, in order, corrected by
     ``actors`` actors (default: the cluster's CPUs // ``threads``) of ``threads`` CPUs each, in
-    blocks of ``block_rows`` rows (default ``RAY_BLOCK_ROWS``); ``fn``: the callable class
-    (eval/ray_scaling.py times Ray's own cost with one that loads no model)."""
+    the local run's blocks (``tables.read``'s, ``block_rows`` rows: default ``tables.BLOCK_ROWS``);
+    ``fn``: the callable class (eval/ray_scaling.py times Ray's own cost with one that loads no model)."""
     import ray
     import ray.data
     from ray.data.context import DataContext
 
-    block_rows = block_rows or RAY_BLOCK_ROWS
+    block_rows = block_rows or tables.BLOCK_ROWS
     context = DataContext.get_current()
     context.execution_options.preserve_order = True
     context.enable_progress_bars = False  # the command's own bar counts rows
     logging.getLogger("ray.data").setLevel(logging.ERROR)
     if actors is None:
         actors = max(1, int(ray.cluster_resources().get("CPU", 1)) // threads)
-    # override_num_blocks: one read task a file (else Ray splits it for parallelism, in 1-row
-    # pieces). A read merges its blocks up to target_max_block_size (128 MB: the whole file in
-    # one block, one actor doing it all), so that is set to about one block of block_rows rows.
-    # (repartition would cut them too, but its tasks need a CPU the actors hold: it waits forever.)
-    context.target_max_block_size = _block_bytes(jobs, block_rows)
+    # override_num_blocks: one read task a file (else Ray splits it for parallelism). A read
+    # merges its rows into Ray blocks of up to target_max_block_size (128 MB: a whole file to one
+    # actor); a byte makes every packed row a Ray block of its own (a row is never cut), so the
+    # actors share the blocks as they come.
+    context.target_max_block_size = 1
     dataset = ray.data.read_datasource(_files(jobs, block_rows), num_cpus=0,
                                        override_num_blocks=max(1, len(jobs))).map_batches(
-        fn, fn_constructor_kwargs={"column": column, "threads": threads, **options},
-        batch_size=None, batch_format="pyarrow", compute=ray.data.ActorPoolStrategy(size=actors),
+        _Packed, fn_constructor_kwargs={"fn": fn, "column": column, "threads": threads, **options},
+        batch_size=1, batch_format="pyarrow", compute=ray.data.ActorPoolStrategy(size=actors),
         num_cpus=threads)
     rows = [job.source.rows for job in jobs]
     index, left = 0, rows[0] if rows else 0
     try:
-        for table in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
-            while len(table):  # a block holds one file's rows; cut by the files' row counts anyway
-                while left == 0:
-                    index += 1
-                    left = rows[index]
-                part, table = table.slice(0, left), table.slice(left)
-                left -= len(part)
-                yield index, part
+        for packed in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
+            for data in packed.column(PACKED).to_pylist():
+                table = _unpack(data)
+                while len(table):  # a block holds one file's rows; cut by the files' row counts anyway
+                    while left == 0:
+                        index += 1
+                        left = rows[index]
+                    part, table = table.slice(0, left), table.slice(left)
+                    left -= len(part)
+                    yield index, part
     except Exception as e:
         raise _user_error(e) or e
     if left or any(rows[index + 1:]):
         raise RuntimeError(f"Ray returned fewer rows than the inputs hold ({sum(rows)})")
 
 
-def _block_bytes(jobs: list[Job], rows: int) -> int:
-    """A little under the Arrow bytes of ``rows`` rows of the first input with rows: a read emits
-    each block of ``rows`` rows as it is (one of more than 1.5 times this is cut in two)."""
-    for job in jobs:
-        for block in read(job.source, rows):
-            return max(1024, int(0.9 * block.nbytes * rows / max(1, len(block))))
-    return 1 << 20
+class _Packed:
+    """The command's ``map_batches`` callable: each row of a batch is one packed block, which
+    ``fn(**kwargs)`` (``CorrectBatch``) corrects whole; the corrected blocks go back packed."""
+
+    def __init__(self, fn: type, **kwargs):
+        self.fn = fn(**kwargs)
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        return _packed([self.fn(_unpack(data)) for data in batch.column(PACKED).to_pylist()])
+
+
+def _packed(blocks: list[pa.Table]) -> pa.Table:
+    """One row per block: its Arrow IPC stream (schema and all, so an empty block survives too)."""
+    cells = []
+    for block in blocks:
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, block.schema) as writer:
+            writer.write_table(block)
+        cells.append(sink.getvalue().to_pybytes())
+    return pa.table({PACKED: pa.array(cells, pa.large_binary())})
+
+
+def _unpack(data: bytes) -> pa.Table:
+    return pa.ipc.open_stream(data).read_all()
 
 
 def _user_error(e: BaseException) -> EditspecError | None:
@@ -161,13 +183,14 @@ def _user_error(e: BaseException) -> EditspecError | None:
     return None
 
 
-def _read(source, rows: int):
-    return read(source, rows)
+def _read(source, rows: int) -> Iterator[pa.Table]:
+    for block in read(source, rows):
+        yield _packed([block])
 
 
 def _files(jobs: list[Job], rows: int):
     """A Ray ``Datasource`` of the plan's input files: one read task each, on the driver's node
-    (``supports_distributed_reads`` False), yielding ``tables.read``'s blocks. (Defined here, not
+    (``supports_distributed_reads`` False), yielding ``tables.read``'s blocks, packed. (Defined here, not
     at the top: Ray loads only when ``--ray`` asks for it.)"""
     from ray.data.block import BlockMetadata
     from ray.data.datasource import Datasource, ReadTask
@@ -180,9 +203,9 @@ def _files(jobs: list[Job], rows: int):
 
         def get_read_tasks(self, parallelism: int, **kwargs) -> list[ReadTask]:
             return [ReadTask(functools.partial(_read, job.source, rows),
-                             BlockMetadata(num_rows=job.source.rows, size_bytes=None,
+                             BlockMetadata(num_rows=None, size_bytes=None,  # rows: packed blocks
                                            input_files=[str(job.source.path)], exec_stats=None),
-                             schema=job.source.schema)
+                             schema=pa.schema([(PACKED, pa.large_binary())]))
                     for job in jobs]
 
         def get_name(self) -> str:

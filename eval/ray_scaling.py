@@ -14,7 +14,7 @@ processes, in turns, medians.
                run's (the table, byte for byte)
     fit        per config, seconds = fixed + rows x per-row (the medians at two sizes): fixed is
                start-up (imports, models, Ray), per-row is the steady rate; Ray's per-block cost
-               is (per-row(ray) - per-row(local)) x ``RAY_BLOCK_ROWS``
+               is (per-row(ray) - per-row(local)) x ``BLOCK_ROWS`` (Ray's blocks are the local run's)
 
     ray cost   Ray's own cost a block (``--block-cost``): the same pipeline, 2 actors, with a
                callable that loads no model (``PassThrough``); the steady period between blocks
@@ -40,7 +40,7 @@ from pathlib import Path
 
 from editspec.data.corpora import data_dir
 from editspec.data.m2 import read_blocks, source_tokens
-from editspec.ray_data import RAY_BLOCK_ROWS
+from editspec.tables import BLOCK_ROWS
 from editspec.text.tokenized import detokenize
 
 CONFIGS = {
@@ -107,7 +107,7 @@ def ray_block_cost(source: Path, out: Path, actors: int = 2) -> dict:
     blocks = len(stamps)
     steady = statistics.median(b - a for a, b in zip(stamps[blocks // 4:], stamps[blocks // 4 + 1:]))
     started = time.perf_counter()
-    local = sum(1 for block in tables.read(plan.jobs[0].source, ray_data.RAY_BLOCK_ROWS)
+    local = sum(1 for block in tables.read(plan.jobs[0].source)
                 if tables.correct_table(Unchanged(), block, "text") is not None)
     alone = (time.perf_counter() - started) / local
     return {"blocks": blocks, "ray_period_s": round(steady, 4), "ray_per_block_s": round(steady * actors, 4),
@@ -197,17 +197,17 @@ def main(argv: list[str] | None = None) -> int:
             entry = {"whole_process": round(whole, 3)}
             if fit:
                 steady = fit[ray_config]["per_row_ms"] / fit[local_config]["per_row_ms"] - 1
-                block_ms = (fit[ray_config]["per_row_ms"] - fit[local_config]["per_row_ms"]) * RAY_BLOCK_ROWS
+                block_ms = (fit[ray_config]["per_row_ms"] - fit[local_config]["per_row_ms"]) * BLOCK_ROWS
                 entry.update(steady=round(steady, 3), per_block_ms=round(block_ms, 1))
             overhead[ray_config] = entry
             print(f"{ray_config} vs {local_config} at {n} rows: whole process {whole:+.1%}"
                   + (f", steady rate {entry['steady']:+.1%}, {entry['per_block_ms']} ms a block of "
-                     f"{RAY_BLOCK_ROWS} rows" if fit else ""))
+                     f"{BLOCK_ROWS} rows" if fit else ""))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps({"rows": args.rows, "repeats": args.repeats, "times": times,
                                               "medians": medians, "fit": fit, "overhead": overhead,
-                                              "block_rows": RAY_BLOCK_ROWS, "cores": os.cpu_count(),
+                                              "block_rows": BLOCK_ROWS, "cores": os.cpu_count(),
                                               "flags": args.flags, "driver_rows_per_s": driver, "ray_block_cost": block_cost, "load_at_end": os.getloadavg()}, indent=1) + "\n")
     return 0
 

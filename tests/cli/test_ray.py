@@ -25,8 +25,7 @@ def bundle(tmp_path_factory, tokenizer):
 
 
 def test_ray_writes_what_the_local_run_writes(local_ray, bundle, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(ray_data, "RAY_BLOCK_ROWS", 7)
-    monkeypatch.setattr(tables, "BLOCK_ROWS", 16)  # parquet row groups of 16 rows; several blocks
+    monkeypatch.setattr(tables, "BLOCK_ROWS", 16)  # blocks and parquet row groups of 16 rows: several a file
     folder = tmp_path / "in"
     folder.mkdir()
     for k, n in enumerate([0, 30, 11, 0]):  # empty files first and last
@@ -35,9 +34,8 @@ def test_ray_writes_what_the_local_run_writes(local_ray, bundle, tmp_path, monke
             texts[2] = None
         pq.write_table(pa.table({"id": pa.array(range(n), pa.int64()), "text": pa.array(texts, pa.string())}),
                        folder / f"{k}.parquet")
-    # float32: Ray's blocks (7 rows) batch other rows than the local run's (16), and in bf16 a near
-    # tie of the random models can flip with the padding (test_reliability: batch independence)
-    common = ["correct", str(folder), "--model", str(bundle), "--dtype", "float32", "--threads", "1"]
+    # bf16, where a sentence's output can change with its batch: Ray corrects the local run's blocks
+    common = ["correct", str(folder), "--model", str(bundle), "--dtype", "bfloat16", "--threads", "1"]
     assert cli.main([*common, "-o", str(tmp_path / "local")]) == 0
     assert cli.main([*common, "-o", str(tmp_path / "ray"), "--ray", "--actors", "2"]) == 0
     err = capsys.readouterr().err
@@ -49,6 +47,31 @@ def test_ray_writes_what_the_local_run_writes(local_ray, bundle, tmp_path, monke
     assert out.column("id").to_pylist() == list(range(30)) and out.column("corrected").null_count == 1
     assert out.column("corrected").to_pylist() != out.column("text").to_pylist()  # the model edits
 
+
+
+class Sizes:
+    """A callable that corrects nothing and writes down how many rows it was given at once."""
+
+    def __init__(self, column: str = "text", threads: int | None = None, **options):
+        pass
+
+    def __call__(self, table: pa.Table) -> pa.Table:
+        return table.append_column("given", pa.array([len(table)] * len(table), pa.int64()))
+
+
+def test_each_actor_call_gets_one_whole_block_of_the_local_run(local_ray, tmp_path, monkeypatch):
+    """Ray cuts and merges its blocks by bytes; packed, the local run's blocks reach the actors
+    whole and come back in order, so a sentence is batched with the same sentences as locally."""
+    monkeypatch.setattr(tables, "BLOCK_ROWS", 16)
+    for k, n in enumerate([40, 7]):
+        pq.write_table(pa.table({"text": sentences(n, seed=k)}), tmp_path / f"{k}.parquet")
+    plan = tables.plan(str(tmp_path), str(tmp_path / "out"), "text")
+    local = [(i, len(block)) for i, job in enumerate(plan.jobs) for block in tables.read(job.source)]
+    got = list(ray_data.corrected_blocks(plan.jobs, "text", {}, actors=2, fn=Sizes))
+    assert [(i, len(block)) for i, block in got] == local == [(0, 16), (0, 16), (0, 8), (1, 7)]
+    assert all(block.column("given").to_pylist() == [len(block)] * len(block) for _, block in got)
+    texts = [t for _, block in got for t in block.column("text").to_pylist()]
+    assert texts == sentences(40, seed=0) + sentences(7, seed=1)
 
 
 def test_shipped_models_in_a_user_s_ray_pipeline(local_ray, tmp_path):
