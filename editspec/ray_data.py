@@ -125,7 +125,10 @@ def corrected_blocks(jobs: list[Job], column: str, options: dict, actors: int | 
     dataset = ray.data.read_datasource(_files(jobs, block_rows), num_cpus=0,
                                        override_num_blocks=max(1, len(jobs))).map_batches(
         _Packed, fn_constructor_kwargs={"fn": fn, "column": column, "threads": threads, **options},
-        batch_size=1, batch_format="pyarrow", compute=ray.data.ActorPoolStrategy(size=actors),
+        batch_size=1, batch_format="pyarrow",
+        # one block in flight an actor (Ray's default queues 4): an actor that is ready first does
+        # not take the blocks another would have started on
+        compute=ray.data.ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=1),
         num_cpus=threads)
     rows = [job.source.rows for job in jobs]
     index, left = 0, rows[0] if rows else 0
