@@ -107,12 +107,13 @@ class Sampling:
 
 @dataclass
 class _Stream:
-    """The loop's state over one ``generate`` call: what it runs on (the model's ``Decoder``, the
-    drafter and its window, ``sampling`` or greedy, the ``done`` callback), each sentence's output
+    """The loop's state over one ``generate`` call: what it runs on (the model's ``Decoder``, its
+    EOS id, the drafter and its window, ``sampling`` or greedy, the ``done`` callback), each sentence's output
     and budget, which sentence each slot decodes and the token it feeds next, and the sentences
     still waiting (``staged``: encoded, not yet in a slot)."""
 
     dec: Decoder
+    eos: int
     drafter: Drafter | None
     window: WindowPolicy | None
     sampling: Sampling | None  # None: greedy
@@ -125,10 +126,6 @@ class _Stream:
     sentence: list[int | None]
     pending: list[int]
     staged: tuple[list[int], torch.Tensor | None, torch.Tensor | None] = field(default_factory=lambda: ([], None, None))
-
-    @property
-    def eos(self) -> int:
-        return self.dec.model.config.eos_token_id
 
     def rows(self) -> list[int]:
         """The slots decoding a sentence."""
@@ -173,7 +170,7 @@ def generate(
         return out, stats
     with Decoder.lease(model, slots, max(map(len, sources)), max(budget) + 1) as dec:  # the model's own, reset
         stats.widths = (dec.xmask.shape[1], dec.k[0].shape[2])
-        st = _Stream(dec, drafter, window if drafter is not None else None,
+        st = _Stream(dec, eos, drafter, window if drafter is not None else None,
                      Sampling(temperature, top_p, generator) if do_sample else None, done,
                      sources, budget, out, stats, waiting, [None] * slots, [dec.start] * slots)
         while True:
