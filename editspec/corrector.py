@@ -56,21 +56,20 @@ from typing import Callable, Iterator, Sequence
 
 import torch
 
+from editspec.bundle import KINDS, Bundle
 from editspec.config import CorrectorConfig
-from editspec.decoding import drafters, measured, rescoring, window
+from editspec.decoding import drafters, rescoring, window
 from editspec.decoding.decoder import exact_windows
-from editspec.decoding.modes import MODES, Edit5Mode, T5Mode, shares_vocabulary
+from editspec.decoding.modes import MODES, Edit5Mode, T5Mode
 from editspec.errors import EditspecError
-from editspec.modeling import loading, quantization
-from editspec.modeling.loading import load_edit5, resolve_device, resolve_models, trained_length
-from editspec.modeling.precision import resolve_dtype
-from editspec.modeling.t5 import load_t5
+from editspec.modeling import loading
+from editspec.modeling.loading import resolve_models, trained_length
 from editspec.text import error_types, segment
 from editspec.text.diff import Correction, diff
 from editspec.text.guard import guard, keep_unreadable, real_words
 from editspec.text.spelling import load_speller, respell_all
 from editspec.timing import OFF
-from editspec.tokenization.tokens import encode, marker_ids, unreadable
+from editspec.tokenization.tokens import encode, unreadable
 
 DEFAULT_MAX_LENGTH = 128  # model input tokens with EOS, when the checkpoint does not say
 
@@ -79,81 +78,51 @@ DEFAULT_MAX_LENGTH = 128  # model input tokens with EOS, when the checkpoint doe
 
 class Corrector:
     """Corrects lines of text with EdiT5, T5, or speculative T5 (EdiT5 or the source drafts, T5
-    verifies)."""
+    verifies), on the models of a ``Bundle``."""
 
-    def __init__(self, mode: str, edit5=None, edit5_tokenizer=None, t5=None, t5_tokenizer=None,
-                 batch_size: int = 16, max_length: int | None = None, paths: dict | None = None,
-                 max_edit_words: int = 0, rounds: int = 1, spelling: bool = False, rescore: bool = False,
-                 prefix: str = ""):
-        # validates the settings (one-line errors); kept as attributes that callers may change
-        CorrectorConfig(mode, max_edit_words, rounds, spelling, rescore, prefix)
+    def __init__(self, bundle: Bundle, config: CorrectorConfig = CorrectorConfig(), batch_size: int = 16,
+                 max_length: int | None = None):
+        """``config``'s settings are kept as attributes that callers may change; without a mode,
+        speculative when both models are there, else the one there. ``max_length``: model input
+        tokens with EOS (default: the models' training length)."""
         if batch_size < 1:
             raise EditspecError("batch size must be at least 1")
+        mode = config.mode or ("speculative" if bundle.edit5 is not None and bundle.t5 is not None
+                               else "edit5" if bundle.edit5 is not None else "t5")
         need = MODES[mode].mode.needs
-        have = {"edit5": edit5, "t5": t5}
-        missing = [k for k in need if have[k] is None]
+        missing = [k for k in need if getattr(bundle, k) is None]
         if missing:
             raise EditspecError(f"mode {mode} needs {' and '.join(need)} model(s); "
                                 f"missing: {', '.join(missing)}")
-        self.mode, self.batch_size, self.paths = mode, batch_size, paths or {}
-        self.max_edit_words, self.rounds, self.spelling = max_edit_words, rounds, spelling
-        self.rescore, self.prefix = rescore, prefix
+        uses = MODES[mode].mode.uses
+        self.bundle = bundle if all(getattr(bundle, k) is None for k in KINDS if k not in uses) else bundle.only(*uses)
+        self.mode, self.batch_size = mode, batch_size
+        self.max_edit_words, self.rounds, self.spelling = config.max_edit_words, config.rounds, config.spelling
+        self.rescore, self.prefix = config.rescore, config.prefix
         self.timings = OFF  # a ``timing.Timings`` to see where the time goes (editspec profile --pipeline)
         self.guarded = 0  # units the guard has kept as written, over this corrector's life
         self.unreal = 0  # units with an edit undone for a made-up word (``real_words``), likewise
-        uses = MODES[mode].mode.uses
-        self.edit5, self.edit5_tokenizer = (edit5, edit5_tokenizer) if "edit5" in uses else (None, None)
-        self.t5, self.t5_tokenizer = (t5, t5_tokenizer) if "t5" in uses else (None, None)
-        self.markers = marker_ids(self.edit5_tokenizer) if self.edit5 is not None else []
         # the models' own limits, then the training length (chunks never exceed any of them)
         self.max_ids: list[tuple[object, int]] = []  # (tokenizer, max ids without EOS)
-        if self.t5 is not None:
-            self.max_ids.append((self.t5_tokenizer, self._max_ids(max_length, "t5")))
-        if self.edit5 is not None:
-            self.max_ids.append((self.edit5_tokenizer, self._max_ids(max_length, "edit5")))
-        # the drafter reads the verifier's ids when both share one vocabulary (the normal case)
-        self.shared_vocab = shares_vocabulary(self.t5, self.t5_tokenizer, self.edit5, self.edit5_tokenizer)
+        for kind in KINDS:
+            if getattr(self.bundle, kind) is not None:
+                self.max_ids.append((getattr(self.bundle, f"{kind}_tokenizer"), self._max_ids(max_length, kind)))
         # what each drafter has cost per sentence, measured on this corrector's sentences after what
         # earlier processes measured with these models on this machine (``decoding.measured``)
-        self.draft_costs = self.fresh_draft_costs()
-
-    def _drafts_key(self) -> dict | None:
-        """The key of the kept draft costs (``decoding.measured``), where the speculative mode
-        measures them (EdiT5 reading T5's ids: ``drafters.Cheapest``); else None."""
-        if self.mode != "speculative" or not self.shared_vocab:
-            return None
-        return {"t5": measured.model_key(self.t5, weights=True), "edit5": measured.model_key(self.edit5, weights=True),
-                "slots": self.batch_size}
-
-    def fresh_draft_costs(self) -> drafters.DraftCosts:
-        """Draft costs as a new process starts them: from those kept for these models, if any."""
-        costs = drafters.DraftCosts()
-        key = self._drafts_key()
-        if key is not None:
-            costs.restore(measured.load("drafts", key))
-        self._kept_probes = costs.probed
-        return costs
-
-    def _keep_draft_costs(self) -> None:
-        """Keep the draft costs for the next process once this one has probed more."""
-        key = self._drafts_key() if self.draft_costs.probed != self._kept_probes else None
-        if key is not None:
-            state = self.draft_costs.state()
-            measured.save("drafts", key, state)
-            self._kept_probes = state["probed"]
+        self.bundle.fresh_draft_costs(batch_size)
 
     def _max_ids(self, max_length: int | None, kind: str) -> int:
-        length = max_length or trained_length(self.paths.get(kind)) or DEFAULT_MAX_LENGTH
+        length = max_length or trained_length(self.bundle.paths.get(kind)) or DEFAULT_MAX_LENGTH
         if kind == "edit5":
             # order positions 1..n+1 (EOS last), and a marker p for "after kept token p", p <= n
-            length = min(length, self.edit5.config.max_order_positions - 1, len(self.markers))
+            length = min(length, self.bundle.edit5.config.max_order_positions - 1, len(self.bundle.markers))
         return max(2, length - 1)
 
     @property
     def limits(self) -> list[tuple[object, int]]:
         """(tokenizer, max ids without EOS) per model: a unit's chunks fit each of them, the T5's
         with the prefix before them."""
-        if not self.prefix or self.t5 is None:
+        if not self.prefix or self.bundle.t5 is None:
             return self.max_ids
         (tok, max_ids), *rest = self.max_ids
         return [(tok, max(1, max_ids - len(encode(tok, [self.prefix])[0].ids))), *rest]
@@ -202,22 +171,8 @@ class Corrector:
                 where = model if model is not None else loading.DEFAULT_MODEL
                 raise EditspecError(f"mode {mode} needs {'an EdiT5' if kind == 'edit5' else 'a T5'} "
                                     f"model, and {where} has none (pass --{kind} DIR)")
-        dev = resolve_device(device)
-        dtype = resolve_dtype(dtype, dev, quantize)
-        loaded: dict = {}
-        uses = MODES[mode].mode.uses
-        if "t5" in uses and t5_path is not None:
-            loaded["t5"], loaded["t5_tokenizer"] = load_t5(t5_path, device=dev, dtype=dtype)
-        if "edit5" in uses and edit5_path is not None:  # on the T5's encoder, if its heads sit there
-            loaded["edit5"], loaded["edit5_tokenizer"] = load_edit5(edit5_path, dev, loaded.get("t5"), t5_path)
-            loaded["edit5"].to(dtype)
-        if quantize is not None:  # the T5 first: a shared encoder is then quantized once
-            for kind in ("t5", "edit5"):
-                if kind in loaded:
-                    quantization.quantize(loaded[kind], quantize)
-        return cls(mode, batch_size=batch_size, max_length=max_length, paths=paths,
-                   max_edit_words=config.max_edit_words, rounds=config.rounds, spelling=config.spelling,
-                   rescore=config.rescore, prefix=config.prefix, **loaded)
+        bundle = Bundle.load(edit5_path, t5_path, MODES[mode].mode.uses, device, dtype, quantize)
+        return cls(bundle, config.replace(mode=mode), batch_size=batch_size, max_length=max_length)
 
     @property
     def config(self) -> CorrectorConfig:
@@ -231,17 +186,17 @@ class Corrector:
     @property
     def output_kind(self) -> str:
         """Which model's output is returned: "t5", except in edit5 mode ("edit5")."""
-        return "t5" if self.t5 is not None else "edit5"
+        return "t5" if self.bundle.t5 is not None else "edit5"
 
     @property
     def output_model(self):
         """The model whose output is returned."""
-        return getattr(self, self.output_kind)
+        return getattr(self.bundle, self.output_kind)
 
     @property
     def tokenizer(self):
         """The tokenizer of the model whose output is returned."""
-        return getattr(self, f"{self.output_kind}_tokenizer")
+        return getattr(self.bundle, f"{self.output_kind}_tokenizer")
 
     # -- public API --
 
@@ -251,9 +206,9 @@ class Corrector:
         then as fast as the next."""
         if self.spelling:
             load_speller()
-        if self.t5 is not None and self._mode.slotted:
+        if self.bundle.t5 is not None and self._mode.slotted:
             for slots in range(1, self.batch_size + 1):
-                window.pass_costs(self.t5, slots)
+                window.pass_costs(self.bundle.t5, slots)
 
     def correct(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> list[str]:
         """Corrected texts, one per input text; spacing between and around sentences is kept."""
@@ -321,12 +276,12 @@ class Corrector:
                     changed.append(i)
             todo = changed
             yield out
-        self._keep_draft_costs()
+        self.bundle.keep_draft_costs(self.batch_size)
 
     def _correct_round(self, units: Sequence[str], progress: Callable[[int], None] | None,
                        memo: dict) -> list[str]:
         # the T5 reads the prefix as part of its source; rendering copies only what it outputs
-        prefix = self.prefix if self.t5 is not None else ""
+        prefix = self.prefix if self.bundle.t5 is not None else ""
         with self.timings("tokenize"):
             encoded = encode(self.tokenizer, [prefix + u for u in units], memo)
             fits = [len(e.ids) <= self.max_ids[0][1] for e in encoded]  # the prefix included
@@ -374,8 +329,8 @@ class Corrector:
     def scorer(self, known: rescoring.Known | None = None) -> rescoring.Scorer:
         """Rescoring's scorer: the output model's, as its mode gives it (``known``: a T5 decode's own
         scores, ``rescoring.Known``)."""
-        prefix = self.prefix if self.t5 is not None else ""
-        return self._mode.scorer(self, 4 * self.batch_size, prefix, known)
+        prefix = self.prefix if self.bundle.t5 is not None else ""
+        return self._mode.scorer(self.bundle, 4 * self.batch_size, prefix, known)
 
     @property
     def _mode(self) -> Edit5Mode | T5Mode:
@@ -390,17 +345,19 @@ class Corrector:
         mode = self._mode
         if not encoded:
             return []
-        scores = known is not None and self.rescore and self.output_kind == "t5" and exact_windows(self.t5)
+        scores = known is not None and self.rescore and self.output_kind == "t5" and exact_windows(self.bundle.t5)
         with torch.inference_mode(), self.timings(mode.step):  # the model parts inside: see profiling.pipeline
             drafter = self._drafter(encoded) if mode.drafts else None
-            outputs, stats = mode.run(self, encoded, self.batch_size, drafter, done, scores=scores)
+            outputs, stats = mode.run(self.bundle, encoded, self.batch_size, drafter, done, scores=scores)
         if scores:  # T5 modes: one decode a round, so one set of widths
-            known.record([e.ids for e in encoded], outputs, stats, self.t5_tokenizer.eos_token_id)
+            known.record([e.ids for e in encoded], outputs, stats, self.bundle.t5_tokenizer.eos_token_id)
         with self.timings("render"):
-            return mode.render(self, encoded, outputs)
+            return mode.render(self.bundle, encoded, outputs)
 
     def _drafter(self, encoded) -> drafters.Drafter:
         """The speculative mode's drafter for ``encoded`` (``SpeculativeMode.drafter``; EdiT5's
-        output or the source, whichever has decoded this corrector's sentences faster); ``editspec
-        profile --pipeline`` times it here."""
-        return self._mode.drafter(self, encoded, self.batch_size)
+        output or the source, whichever has decoded this corrector's sentences faster), timed as
+        ``draft`` when ``timings`` are on (EdiT5 with another vocabulary drafts here, before decoding)."""
+        with self.timings("draft"):
+            drafter = self._mode.drafter(self.bundle, encoded, self.batch_size)
+        return drafter if self.timings is OFF else drafters.TimedDrafter(drafter, self.timings)

@@ -50,7 +50,7 @@ def main() -> None:
     evaluator = ErrantEvaluator.from_m2(args.m2, limit=args.limit)
     scores = {}
     for bias in values:
-        setattr(corrector.edit5.config, key, bias)
+        setattr(corrector.bundle.edit5.config, key, bias)
         result, _, seconds = evaluate(corrector.correct, evaluator)
         scores[bias] = result.scores()
         p_, r, f = scores[bias]

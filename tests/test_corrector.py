@@ -332,7 +332,7 @@ def test_corrector_rescores_after_the_guard_with_the_output_model(models, monkey
         scored = []
 
         def fake_scorer(model, tok, batch_size, *_):
-            assert model is getattr(c, kind) and tok is c.tokenizer
+            assert model is getattr(c.bundle, kind) and tok is c.tokenizer
             return lambda sources, targets: scored.extend(targets) or \
                 [(0 if "goes" in t else -5) - ("the" in t) for t in targets]  # "the" goes
 
@@ -383,9 +383,9 @@ def test_speculative_output_is_t5_output(models):
     float64: a random tiny model has near-tied logits that float32 summation order can flip."""
     t5_only = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", batch_size=4)
     spec = Corrector.from_pretrained(models / "bundle", device="cpu", batch_size=4)
-    assert spec.mode == "speculative" and spec.shared_vocab
+    assert spec.mode == "speculative" and spec.bundle.shared_vocab
     assert spec.limits[0][1] == t5_only.limits[0][1] == 15
-    for model in (t5_only.t5, spec.t5, spec.edit5):
+    for model in (t5_only.bundle.t5, spec.bundle.t5, spec.bundle.edit5):
         model.double()
     lines = LINES[:3] + Path(SAMPLE).read_text(encoding="utf-8").splitlines()[:1]
     assert spec.correct(lines) == t5_only.correct(lines)
@@ -399,10 +399,10 @@ def test_speculative_with_a_t5_alone_drafts_the_source(models):
     """A T5 checkpoint of one's own, no EdiT5: speculative mode drafts with the source and the
     output's n-grams, and gives the T5's output."""
     spec = Corrector.from_pretrained(t5=models / "bundle" / "t5", mode="speculative", device="cpu", batch_size=4)
-    assert spec.mode == "speculative" and spec.edit5 is None and not spec.shared_vocab
+    assert spec.mode == "speculative" and spec.bundle.edit5 is None and not spec.bundle.shared_vocab
     assert isinstance(spec._drafter([]).drafters[0], drafters.Copy)
     t5_only = Corrector.from_pretrained(t5=models / "bundle" / "t5", mode="t5", device="cpu", batch_size=4)
-    for model in (spec.t5, t5_only.t5):
+    for model in (spec.bundle.t5, t5_only.bundle.t5):
         model.double()
     assert spec.correct(LINES) == t5_only.correct(LINES)
 
@@ -425,7 +425,7 @@ def test_mismatched_tokenizers_are_retokenized(models, tmp_path, tokenizer):
     assert other.get_vocab() != tokenizer.get_vocab()
     save(tiny_edit5(other), other, tmp_path / "edit5")
     spec = Corrector.from_pretrained(edit5=tmp_path / "edit5", t5=models / "bundle" / "t5", device="cpu")
-    assert spec.mode == "speculative" and not spec.shared_vocab
+    assert spec.mode == "speculative" and not spec.bundle.shared_vocab
     t5_only = Corrector.from_pretrained(t5=models / "bundle" / "t5", device="cpu")
     short = ["She go to school.", "I like it 😀.", ""]
     assert spec.correct(short) == t5_only.correct(short)
@@ -647,9 +647,9 @@ def test_shipped_models_correct_the_sample(capsysbinary):
     assert (loading.DEFAULT_MODEL / "t5").is_dir() and (loading.DEFAULT_MODEL / "edit5").is_dir()
     lines = SAMPLE.read_text(encoding="utf-8").splitlines()
     spec = Corrector.from_pretrained(device="cpu")
-    assert spec.mode == "speculative" and spec.t5.dtype == spec.edit5.dtype == precision.default_dtype(spec.device)
+    assert spec.mode == "speculative" and spec.bundle.t5.dtype == spec.bundle.edit5.dtype == precision.default_dtype(spec.device)
     assert spec.config == CorrectorConfig.from_pretrained(loading.DEFAULT_MODEL).replace(mode="speculative")  # tuned
-    assert spec.max_edit_words > 0 and "max_edit_words" not in spec.t5.config.to_dict()
+    assert spec.max_edit_words > 0 and "max_edit_words" not in spec.bundle.t5.config.to_dict()
     assert spec.spelling and spec.rounds == 1  # on FCE dev: spelling +9.9 F0.5, a second round -0.2
     assert spec.rescore  # on FCE dev +0.28 F0.5 for the T5 (reports/models.md, "Rescoring")
     outputs = spec.correct(lines)
@@ -670,7 +670,7 @@ def test_bfloat16_speculative_is_the_t5_s_output_in_bfloat16(models, capsysbinar
     output stays the T5's greedy output computed in the same type, on the shipped models too."""
     lines = SAMPLE.read_text(encoding="utf-8").splitlines()
     raw = [Corrector.from_pretrained(mode=m, device="cpu", max_edit_words=0, dtype="bfloat16") for m in ("speculative", "t5")]
-    assert raw[0].t5.dtype == raw[0].edit5.dtype == torch.bfloat16
+    assert raw[0].bundle.t5.dtype == raw[0].bundle.edit5.dtype == torch.bfloat16
     assert raw[0].correct(lines) == raw[1].correct(lines)
     tiny = Corrector.from_pretrained(models / "bundle", device="cpu", dtype=torch.bfloat16)
     assert tiny.correct(LINES) == Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu",
@@ -692,9 +692,9 @@ def test_rescoring_reads_the_decode_s_own_scores(monkeypatch):
     forced: list[tuple] = []
     real = core.score
 
-    def spy(model, sources, targets, slots, widths, given=None):
+    def spy(model, sources, targets, slots, widths, given=None, decoders=None):
         forced.extend(zip(map(tuple, sources), map(tuple, targets)))
-        return real(model, sources, targets, slots, widths, given)
+        return real(model, sources, targets, slots, widths, given, decoders)
 
     monkeypatch.setattr(core, "score", spy)
     outputs = {}

@@ -80,7 +80,7 @@ def test_one_corrector_shared_by_threads(bundle):
     the single-threaded outputs. float64: no near-tie of the random models flips."""
     c = Corrector.from_pretrained(bundle, mode="speculative", device="cpu", batch_size=4, spelling=True,
                                   rescore=True, max_edit_words=3)
-    for model in (c.t5, c.edit5):
+    for model in (c.bundle.t5, c.bundle.edit5):
         model.double()
     texts = generate(24, seed=5)
     parts = [texts[k::8] for k in range(8)]
@@ -109,7 +109,7 @@ def test_each_sentence_alone_is_as_in_a_random_batch(bundle, mode):
     (issue 45: the T5's runs of spaces grew with the batch's longest input). float64: no
     near-tie of the random models flips with padding."""
     c = Corrector.from_pretrained(bundle, mode=mode, device="cpu", batch_size=8)
-    for model in (c.t5, c.edit5):
+    for model in (c.bundle.t5, c.bundle.edit5):
         if model is not None:
             model.double()
     rng = random.Random(0)
@@ -127,7 +127,7 @@ def test_fuzz_slice_on_tiny_models(bundle):
     texts = generate(65, seed=1)
     for mode in ("edit5", "t5", "speculative"):
         c = Corrector.from_pretrained(bundle, mode=mode, device="cpu", batch_size=8)
-        for model in (c.t5, c.edit5):
+        for model in (c.bundle.t5, c.bundle.edit5):
             if model is not None:
                 model.double()
         result = fuzz(c, texts, alone=10, block=32)

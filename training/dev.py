@@ -20,8 +20,8 @@ from rapidfuzz.distance import Indel
 
 from editspec.data.m2 import read_blocks
 from editspec.data.corpora import evenly_spaced
-from editspec.decoding.decoder import Decoder
-from editspec.decoding.modes import MODES, Loaded
+from editspec.bundle import Bundle
+from editspec.decoding.modes import MODES
 from editspec.evaluation.run import evaluate as evaluate_corrections
 from editspec.evaluation.stats import detection_auc
 from editspec.modeling.modeling_edit5 import tag_margins
@@ -77,7 +77,7 @@ def correct_fn_for(net, kind: ModelKind, tok, max_length: int, respell: bool = F
     mode (``decoding.modes``: greedy, each row's own output budget), as ``Corrector`` runs it; a
     text of more than ``max_length`` ids with EOS stays as written, as the corrector keeps a unit
     it cannot read whole. With ``respell``, after the spelling step (``editspec.text.spelling``)."""
-    models = Loaded(**{kind.name: net, f"{kind.name}_tokenizer": tok})
+    models = Bundle(**{kind.name: net, f"{kind.name}_tokenizer": tok})  # its decoder goes with it
     mode = MODES[kind.name]
 
     def correct(texts: list[str]) -> list[str]:
@@ -92,7 +92,7 @@ def correct_fn_for(net, kind: ModelKind, tok, max_length: int, respell: bool = F
             outputs, _ = mode.run(models, rows, DECODE_ROWS)
             for i, text in zip(batch, mode.render(models, rows, outputs)):
                 out[i] = text
-        Decoder.release(net)  # the decoding core's cache goes: until the next evaluation, training needs the memory
+        models.decoders.release(net)  # the decoding core's cache goes: until the next evaluation, training needs the memory
         return out
 
     return correct

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 import torch
 
-from editspec.decoding.decoder import Decoder
+from editspec.decoding.decoder import Decoder, Decoders
 from editspec.decoding.drafters import Drafter
 from editspec.decoding.window import WindowPolicy
 from editspec.modeling import t5
@@ -138,7 +138,7 @@ def generate(
     drafter: Drafter | None = None, max_new_tokens: int | Sequence[int] = 128,
     window: int | WindowPolicy | None = None, do_sample: bool = False, temperature: float = 1.0,
     top_p: float = 1.0, generator: torch.Generator | None = None,
-    done: Callable[[int], None] | None = None, scores: bool = False,
+    done: Callable[[int], None] | None = None, scores: bool = False, decoders: Decoders | None = None,
 ) -> tuple[list[list[int]], SpecStats]:
     """T5's output ids (no start token, no EOS) for each source (ids ending in EOS), greedy or
     sampled, drafted by ``drafter`` (None: one token per pass), ``slots`` sentences at a time;
@@ -148,6 +148,7 @@ def generate(
     one measured for this model and slot count, see ``editspec.decoding.window``). ``done(i)``
     is called as soon as sentence i is decoded (progress). ``scores``: also each sentence's
     log-probability (``SpecStats.log_probs``; rescoring reads it instead of a forced pass).
+    ``decoders``: where the model's decoder is kept (a ``Bundle``'s; None: a new one).
 
     Each pass: ``refill`` the free slots, ``draft``, ``verify`` (the decoder pass), ``accept``.
     """
@@ -168,7 +169,7 @@ def generate(
             done(i)
     if not waiting:
         return out, stats
-    with Decoder.lease(model, slots, max(map(len, sources)), max(budget) + 1) as dec:  # the model's own, reset
+    with (decoders or Decoders()).lease(model, slots, max(map(len, sources)), max(budget) + 1) as dec:
         stats.widths = (dec.xmask.shape[1], dec.k[0].shape[2])
         st = _Stream(dec, eos, drafter, window if drafter is not None else None,
                      Sampling(temperature, top_p, generator) if do_sample else None, done,
@@ -283,7 +284,7 @@ def add_scores(stats: SpecStats, logits: torch.Tensor, emitted: list[tuple[int, 
 @torch.inference_mode()
 def score(model: T5ForConditionalGeneration, sources: Sequence[Sequence[int]],
           targets: Sequence[Sequence[int]], slots: int = 64, widths: tuple[int, int] = (0, 0),
-          given: Sequence[Sequence[float]] | None = None) -> list[float]:
+          given: Sequence[Sequence[float]] | None = None, decoders: Decoders | None = None) -> list[float]:
     """log P(target | source) per pair (both ids ending in EOS), teacher-forced: each target is one
     window (start token + target) in a slot of the core's decoder. At a decode's cache ``widths``
     (``SpecStats.widths``; wider if a pair needs it) its logits are those that decode computes for
@@ -291,14 +292,16 @@ def score(model: T5ForConditionalGeneration, sources: Sequence[Sequence[int]],
     ``generate(scores=True)``'s. ``given``: per pair, the log P of its first tokens, known already
     (a decode's, for a target that begins as its output): those tokens are fed, their logits not
     computed, and the sum adds the given values first, as it would have added them. ``slots``
-    pairs a pass, similar lengths together, each distinct source encoded once per pass."""
+    pairs a pass, similar lengths together, each distinct source encoded once per pass (``decoders``:
+    as ``generate``'s)."""
     out = [0.0] * len(targets)
     if not targets:
         return out
     given = given or [()] * len(targets)
     order = sorted(range(len(targets)), key=lambda i: (len(sources[i]), len(targets[i])))
     slots = min(slots, len(order))
-    with Decoder.lease(model, slots, max(widths[0], *map(len, sources)), max(widths[1], *map(len, targets))) as dec:
+    with (decoders or Decoders()).lease(model, slots, max(widths[0], *map(len, sources)),
+                                        max(widths[1], *map(len, targets))) as dec:
         for at in range(0, len(order), slots):
             chunk = order[at:at + slots]
             distinct = {tuple(sources[i]): None for i in chunk}

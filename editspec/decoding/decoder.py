@@ -17,18 +17,19 @@ by the width (one of 256 outputs differed at batch 32, ``reports/speed.md``), so
 two plain matmuls around an fp32 softmax, and a window's logits are single steps' bit for bit.
 ``editspec.decoding.core`` runs the loop over it; ``editspec.decoding.window`` measures its passes' cost.
 
-Each model has one decoder (``Decoder.lease``), kept beside it across calls as gpt-fast sets its
-static cache up once: its flat buffers grow when a call needs more slots or positions, and each
-call's caches are zeroed views of them shaped as a new decoder's, so its numbers are a new one's.
+Whoever holds the models keeps one decoder per model (``Decoders``: a ``Bundle``'s), across calls
+as gpt-fast sets its static cache up once: its flat buffers grow when a call needs more slots or
+positions, and each call's caches are zeroed views of them shaped as a new decoder's, so its
+numbers are a new one's. A call given no ``Decoders`` decodes on a new decoder.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import weakref
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, ContextManager, Iterator
 
 import torch
 import torch.nn.functional as F
@@ -41,11 +42,6 @@ if TYPE_CHECKING:
     from transformers import T5ForConditionalGeneration
 
 
-# each model's decoder (``Decoder.lease``), dropped with the model
-_KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_KEPT_LOCK = threading.Lock()
-
-
 def exact_windows(model: T5ForConditionalGeneration) -> bool:
     """Whether a window pass gives each token the logits of single steps bit for bit, whatever the
     rows beside it (bf16: the plain-matmul attention below; float32's kernel differs in the last
@@ -56,9 +52,8 @@ def exact_windows(model: T5ForConditionalGeneration) -> bool:
 class Decoder:
     """T5's decoder over ``slots`` rows, each with its own static cache and its own length.
 
-    ``Decoder.lease(model, ...)`` gives the model's own decoder for one call: built once per model
-    and kept beside it (as gpt-fast sets its static cache up once), its buffers grown when a call
-    needs more rows or positions, and reset (``reset``) for each call."""
+    ``Decoders.lease(model, ...)`` gives the model's kept decoder for one call, reset (``reset``).
+    ``timed``: a context for each pass (``Decoders.timed``: ``editspec profile`` times the passes)."""
 
     def __init__(self, model: T5ForConditionalGeneration, slots: int, max_source: int, max_target: int):
         cfg, p = model.config, next(model.parameters())
@@ -70,41 +65,13 @@ class Decoder:
         self.rel = self.blocks[0].layer[0].SelfAttention  # owns the relative bias table
         self.min = torch.finfo(p.dtype).min
         self.lock = threading.Lock()  # held by the call that leased it
+        self.timed: Callable[[], ContextManager] = contextlib.nullcontext
         self._buffers: dict[tuple[str, int], torch.Tensor] = {}  # flat, grown; the caches are views of them
         self.reset(slots, max_source, max_target)
 
     @property
     def model(self) -> T5ForConditionalGeneration:
         return self._model()
-
-    @classmethod
-    @contextmanager
-    def lease(cls, model: T5ForConditionalGeneration, slots: int, max_source: int,
-              max_target: int) -> Iterator["Decoder"]:
-        """The model's decoder, reset to ``slots`` rows of ``max_source`` / ``max_target`` positions,
-        for the ``with`` block. A call while another holds it (another thread) gets one of its own."""
-        p = next(model.parameters())
-        with _KEPT_LOCK:
-            dec, fresh = _KEPT.get(model), False
-            if dec is None or (dec.dtype, dec.device) != (p.dtype, p.device):  # first call, or the model moved
-                dec = _KEPT[model] = cls(model, slots, max_source, max_target)
-                fresh = True
-            busy = not dec.lock.acquire(blocking=False)
-        if busy:
-            yield cls(model, slots, max_source, max_target)
-            return
-        try:
-            if not fresh:
-                dec.reset(slots, max_source, max_target)
-            yield dec
-        finally:
-            dec.lock.release()
-
-    @staticmethod
-    def release(model: T5ForConditionalGeneration) -> None:
-        """Drop the model's kept decoder and its buffers (training: between two dev evaluations)."""
-        with _KEPT_LOCK:
-            _KEPT.pop(model, None)
 
     def reset(self, slots: int, max_source: int, max_target: int) -> None:
         """Empty caches for ``slots`` rows: zeroed views of the kept buffers (grown if too small),
@@ -154,7 +121,7 @@ class Decoder:
         positions length, length + 1, ...); each token's logits predict the token after it.
         ``wanted``: only these packed positions' logits (the LM head is half a token's work; every
         fed token still writes its keys and values)."""
-        with record_function("editspec.decoding.pass"):
+        with record_function("editspec.decoding.pass"), self.timed():
             return self._forward(rows, feeds, wanted)
 
     def _forward(self, rows: list[int], feeds: list[list[int]], wanted: list[int] | None = None) -> torch.Tensor:
@@ -216,3 +183,41 @@ class Decoder:
             x = x[torch.tensor(wanted, dtype=torch.long, device=dev)]
         x = self.model.decoder.final_layer_norm(x) * self.scale
         return self.model.lm_head(x)  # [T or wanted, vocab]
+
+
+class Decoders:
+    """Each model's ``Decoder``, kept across calls by whoever holds the models (a ``Bundle``);
+    ``timed``: a context for every pass of them (``editspec profile --pipeline`` times passes so)."""
+
+    def __init__(self, timed: Callable[[], ContextManager] = contextlib.nullcontext):
+        self.timed = timed
+        self._kept: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> its decoder
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def lease(self, model: T5ForConditionalGeneration, slots: int, max_source: int,
+              max_target: int) -> Iterator[Decoder]:
+        """The model's decoder, reset to ``slots`` rows of ``max_source`` / ``max_target`` positions,
+        for the ``with`` block. A call while another holds it (another thread) gets one of its own."""
+        p = next(model.parameters())
+        with self._lock:
+            dec, fresh = self._kept.get(model), False
+            if dec is None or (dec.dtype, dec.device) != (p.dtype, p.device):  # first call, or the model moved
+                dec = self._kept[model] = Decoder(model, slots, max_source, max_target)
+                fresh = True
+            busy = not dec.lock.acquire(blocking=False)
+        if busy:
+            dec, fresh = Decoder(model, slots, max_source, max_target), True
+        try:
+            if not fresh:
+                dec.reset(slots, max_source, max_target)
+            dec.timed = self.timed
+            yield dec
+        finally:
+            if not busy:
+                dec.lock.release()
+
+    def release(self, model: T5ForConditionalGeneration) -> None:
+        """Drop the model's kept decoder and its buffers."""
+        with self._lock:
+            self._kept.pop(model, None)

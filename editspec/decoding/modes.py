@@ -8,14 +8,13 @@
                  of EdiT5 and the source when EdiT5 reads T5's ids (``drafters.speculative``);
                  else by EdiT5's output in its own vocabulary, re-tokenized into T5's
 
-``Corrector`` and ``editspec profile`` run these objects on their own loaded models (each is a
-``Models``): the profiler's ``speculative`` is the corrector's, drafter and budgets included;
-training's dev scoring runs them on the model being trained (``Loaded``).
+Each runs on a ``Bundle`` (``editspec.bundle``): the corrector's, ``editspec profile``'s (whose
+``speculative`` is the corrector's, drafter and budgets included), and in training's dev scoring
+one holding the model being trained.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence
 
 import torch
@@ -27,16 +26,12 @@ from editspec.decoding.budgets import insertion_budget, output_budget
 from editspec.decoding.drafters import Drafter
 from editspec.decoding.window import WindowPolicy
 from editspec.tokenization.edits import Edits, realize_aligned
-from editspec.tokenization.tokens import Encoded, encode, marker_ids, render, render_ids
-
-
-def shares_vocabulary(t5, t5_tokenizer, edit5, edit5_tokenizer) -> bool:
-    """Whether EdiT5 reads the T5's ids (both loaded, one vocabulary): its drafts need no re-tokenizing."""
-    return t5 is not None and edit5 is not None and edit5_tokenizer.get_vocab() == t5_tokenizer.get_vocab()
+from editspec.decoding.decoder import Decoders
+from editspec.tokenization.tokens import Encoded, encode, render, render_ids
 
 
 class Models(Protocol):
-    """The loaded models a mode runs on (``Corrector`` and ``profiling.Profiler`` are both one)."""
+    """What a mode reads of the models it runs on: an ``editspec.bundle.Bundle``."""
 
     t5: torch.nn.Module | None
     t5_tokenizer: object
@@ -44,27 +39,9 @@ class Models(Protocol):
     edit5_tokenizer: object
     markers: list[int]  # EdiT5's marker ids
     shared_vocab: bool  # EdiT5 reads T5's ids
+    decoders: Decoders  # each T5's decoding-core decoder, kept across calls
     draft_costs: drafters.DraftCosts  # what each speculative candidate has cost, over the models' life
     device: torch.device
-
-
-@dataclass
-class Loaded:
-    """Loaded models as a ``Models`` (training's dev scoring: the model being trained, alone)."""
-
-    t5: torch.nn.Module | None = None
-    t5_tokenizer: object = None
-    edit5: torch.nn.Module | None = None
-    edit5_tokenizer: object = None
-    draft_costs: drafters.DraftCosts = field(default_factory=drafters.DraftCosts)
-
-    def __post_init__(self) -> None:
-        self.markers = marker_ids(self.edit5_tokenizer) if self.edit5 is not None else []
-        self.shared_vocab = shares_vocabulary(self.t5, self.t5_tokenizer, self.edit5, self.edit5_tokenizer)
-
-    @property
-    def device(self) -> torch.device:
-        return (self.t5 if self.t5 is not None else self.edit5).device
 
 
 class Edit5Mode:
@@ -143,7 +120,8 @@ class T5Mode:
         ``scores`` (each row's log P in the counts) as ``core.generate``'s."""
         eos = models.t5_tokenizer.eos_token_id
         return core.generate(models.t5, [e.ids + [eos] for e in encoded], slots, drafter,
-                             max_new_tokens=self.budgets(encoded), window=window, done=done, scores=scores)
+                             max_new_tokens=self.budgets(encoded), window=window, done=done, scores=scores,
+                             decoders=models.decoders)
 
     def render(self, models: Models, encoded: Sequence[Encoded], outputs) -> list[str]:
         """The outputs as text, aligned to the source (``render_ids``)."""
@@ -153,7 +131,7 @@ class T5Mode:
                known: rescoring.Known | None = None) -> rescoring.Scorer:
         """Rescoring's scores of the outputs: the T5's, ``prefix`` before each source, ``known`` the
         decode's own scores (``rescoring.t5_scorer``)."""
-        return rescoring.t5_scorer(models.t5, models.t5_tokenizer, batch_size, prefix, known)
+        return rescoring.t5_scorer(models.t5, models.t5_tokenizer, batch_size, prefix, known, models.decoders)
 
 
 class SpeculativeMode(T5Mode):

@@ -36,6 +36,7 @@ from typing import Callable, Sequence
 import torch
 
 from editspec.decoding import core
+from editspec.decoding.decoder import Decoders
 from editspec.modeling.features import collate_edit5, edit5_features_batch, t5_features_batch
 from editspec.modeling.tensors import pad
 from editspec.text.diff import apply, diff
@@ -116,10 +117,11 @@ def rescore(sources: Sequence[str], outputs: Sequence[str], score: Scorer, group
     return result
 
 
-def t5_scorer(model, tokenizer, batch_size: int = 64, prefix: str = "", known: Known | None = None) -> Scorer:
+def t5_scorer(model, tokenizer, batch_size: int = 64, prefix: str = "", known: Known | None = None,
+              decoders: Decoders | None = None) -> Scorer:
     """The ``Scorer`` of a T5 (the t5 and speculative modes' output model, ``T5Mode.scorer``) and its
     tokenizer: ``prefix`` goes before every source (the T5 read it there); a pair in ``known`` takes
-    the decode's log P as is, the others are forced at its widths (``core.score``)."""
+    the decode's log P as is, the others are forced at its widths (``core.score`` on ``decoders``)."""
     known = known or Known()
 
     def score(sources: Sequence[str], targets: Sequence[str]) -> list[float | None]:
@@ -128,7 +130,7 @@ def t5_scorer(model, tokenizer, batch_size: int = 64, prefix: str = "", known: K
         out = [known.log_probs.get(key) for key in keys]
         todo = [i for i, value in enumerate(out) if value is None]
         forced = core.score(model, [keys[i][0] for i in todo], [keys[i][1] for i in todo], batch_size,
-                            known.widths, [known.prefix(*keys[i]) for i in todo])
+                            known.widths, [known.prefix(*keys[i]) for i in todo], decoders)
         for i, value in zip(todo, forced):
             out[i] = value
         return out

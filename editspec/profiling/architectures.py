@@ -43,10 +43,11 @@ from transformers import T5Config, T5ForConditionalGeneration
 
 from editspec.errors import EditspecError
 from editspec.decoding import core, drafters
+from editspec.decoding.decoder import Decoders
 from editspec.decoding.window import WindowPolicy
 from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
 from editspec.profiling.clock import Clock, Recorder, Sample
-from editspec.profiling.drafters import TimedDrafter
+from editspec.decoding.drafters import TimedDrafter
 from editspec.modeling.tensors import model_inputs
 from editspec.profiling.data import batches
 from editspec.profiling.stats import median, summarize, summary
@@ -221,15 +222,16 @@ class Forced:
         inner = drafters.Follow(targets) if draft == "gold" else drafters.copy_draft()
         oracle = Oracle(inner, targets)
         WindowPolicy.measured(model, len(group))  # the window's cost model: measured once (kept), untimed
-        rec = Recorder(clock)
+        rec, decoders = Recorder(clock), Decoders()
         rec.time_module(model.encoder, "encoder")
-        rec.wrap(core.Decoder, "forward", "step")
+        rec.time_passes(decoders, "step")
         rec.override(model.lm_head, oracle.force)
         try:
             clock.sync()
             start = clock.stamp()
             outputs, stats = core.generate(model, [list(r[1]) + [eos] for r in group], len(group),
-                                           TimedDrafter(oracle, rec), max_new_tokens=[len(r[2]) + 1 for r in group])
+                                           TimedDrafter(oracle, rec), max_new_tokens=[len(r[2]) + 1 for r in group],
+                                           decoders=decoders)
             end = clock.stamp()
             clock.sync()
         finally:
@@ -244,10 +246,10 @@ class Forced:
             return self.verify(name, group)
         (kind, model), clock = self.models[name], self.clock
         ids, mask = model_inputs([r[1] for r in group], self.eos, self.pad_id, self.device)
-        rec = Recorder(clock)
+        rec, decoders = Recorder(clock), Decoders()
         rec.time_module(model.encoder, "encoder")
         if kind == "t5":
-            rec.wrap(core.Decoder, "forward", "step")  # one pass of the decoding core per step
+            rec.time_passes(decoders, "step")  # one pass of the decoding core per step
             steps = max(len(r[2]) for r in group) + 1  # the target, then EOS
         else:
             rec.mark_module(model.insertion.decoder.block[0], "step")
@@ -264,7 +266,8 @@ class Forced:
                 clock.sync()
                 start = clock.stamp()
                 if kind == "t5":
-                    outputs = core.greedy(model, ids, mask, max_new_tokens=steps)
+                    outputs = core.generate(model, core.inputs(ids, mask), len(group), max_new_tokens=steps,
+                                            decoders=decoders)[0]
                     end_dec = None
                 else:
                     edits = model.generate_edits(ids, mask, max_insertion_tokens=steps)

@@ -83,6 +83,12 @@ class Recorder:
         """Every call of ``module`` is a mark (when it starts)."""
         self._undo.append(module.register_forward_pre_hook(lambda m, args: self.mark(label)).remove)
 
+    def time_passes(self, decoders, label: str) -> None:
+        """Every pass of the decoding core's decoders (a ``decoder.Decoders``) is a span."""
+        before = decoders.timed
+        decoders.timed = lambda: self.span(label)
+        self._undo.append(lambda: setattr(decoders, "timed", before))
+
     def override(self, module: torch.nn.Module, output: Callable[[torch.Tensor], torch.Tensor]) -> None:
         """Replace ``module``'s output by ``output(its output)`` (forced-length runs)."""
         self._undo.append(module.register_forward_hook(lambda m, args, out: output(out)).remove)

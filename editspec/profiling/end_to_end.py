@@ -20,7 +20,6 @@ cost model, ``decoding.window.measure``: ~1 s at 32 slots on 2 cores).
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 import time
 from typing import Callable, Sequence
@@ -34,16 +33,14 @@ from editspec.tokenization.tokens import encode
 
 def t5_twin(corrector: Corrector) -> Corrector:
     """The corrector in t5 mode: the same T5, settings and batch size (no models loaded again)."""
-    settings = dataclasses.asdict(corrector.config.replace(mode="t5"))
-    return Corrector(**settings, t5=corrector.t5, t5_tokenizer=corrector.t5_tokenizer,
-                     batch_size=corrector.batch_size, paths=corrector.paths)
+    return Corrector(corrector.bundle.only("t5"), corrector.config.replace(mode="t5"), corrector.batch_size)
 
 
 def fresh_run(corrector: Corrector, lines: Sequence[str]) -> Callable[[], object]:
     """``corrector.correct_detailed(lines)`` as a new process runs it: with the draft costs kept for
-    its models (``Corrector.fresh_draft_costs``), not those of the turns before."""
+    its models (``Bundle.fresh_draft_costs``), not those of the turns before."""
     def run() -> object:
-        corrector.draft_costs = corrector.fresh_draft_costs()
+        corrector.bundle.fresh_draft_costs(corrector.batch_size)
         return corrector.correct_detailed(list(lines))
 
     return run
@@ -52,7 +49,7 @@ def fresh_run(corrector: Corrector, lines: Sequence[str]) -> Callable[[], object
 def ct2_decoding(corrector: Corrector, peer: CT2Peer, lines: Sequence[str]) -> Callable[[], object]:
     """CTranslate2's fp32 greedy decoding of ``lines`` as T5 ids, batch by batch as the profile's
     ``ct2-greedy`` mode gets them (longest first; each batch to its longest row's budget)."""
-    tok = corrector.t5_tokenizer
+    tok = corrector.bundle.t5_tokenizer
     rows = [e.ids + [tok.eos_token_id] for e in encode(tok, [corrector.prefix + line for line in lines])]
     order = sorted((i for i, r in enumerate(rows) if len(r) > 1), key=lambda i: -len(rows[i]))
     groups = [[rows[i] for i in b] for b in batches(order, corrector.batch_size)]
@@ -70,7 +67,7 @@ def end_to_end(corrector: Corrector, lines: Sequence[str], peer: CT2Peer | None 
     # each way: lines -> the call to time (what is not timed, tokenizing for CTranslate2, done first)
     ways: dict[str, Callable[[Sequence[str]], Callable[[], object]]] = {
         "default": lambda ls: fresh_run(corrector, ls)}
-    if corrector.mode != "t5" and corrector.t5 is not None:
+    if corrector.mode != "t5" and corrector.bundle.t5 is not None:
         twin = t5_twin(corrector)
         ways["t5"] = lambda ls: fresh_run(twin, ls)
     if peer is not None:

@@ -3,13 +3,13 @@
 ``profile_pipeline(corrector, lines)`` corrects ``lines`` with ``Corrector.correct_detailed``
 (the path of ``editspec correct``: no copy of it here) after ``warmup`` untimed lines, with a
 ``timing.Timings`` as the corrector's ``timings``: the corrector names its own text steps
-(segment, spelling, tokenize, decode, render, guard, rescore, rejoin, diff), and ``attach`` adds
-the model parts from outside, without changing the code that is timed:
+(segment, spelling, tokenize, decode, render, guard, rescore, rejoin, diff) and times its drafter
+(``draft``: ``drafters.TimedDrafter``), and ``attach`` adds the model parts by hooks, without
+changing the code that is timed:
 
     encoder   forward hooks on the T5's (and a separate EdiT5's) encoder; an encoder call made
               while rescoring stays in ``rescore``
-    decoder   a wrapper around ``core.Decoder.forward``: one call per decoder pass
-    draft     the corrector's drafter wrapped in ``profiling.drafters.TimedDrafter``
+    decoder   the bundle's decoders' pass hook (``decoder.Decoders.timed``): one span per pass
     decode    what is left of the decoding core: slots, argmax, bookkeeping
 
 Times are exclusive (a step inside another is not counted in the outer one), so the rows add up
@@ -22,8 +22,6 @@ import time
 from typing import Callable, Sequence
 
 from editspec.corrector import Corrector
-from editspec.decoding import core
-from editspec.profiling.drafters import TimedDrafter
 from editspec.timing import OFF, Timings
 
 # the report's row order: the pipeline's order
@@ -34,7 +32,8 @@ STEPS = ("segment", "spelling", "tokenize", "encoder", "decoder", "draft", "deco
 def attach(corrector: Corrector, timings: Timings) -> Callable[[], None]:
     """Time the corrector's model parts into ``timings``; returns the function that undoes it."""
     undo: list[Callable[[], None]] = []
-    encoders = {id(m.encoder): m.encoder for m in (corrector.t5, corrector.edit5) if m is not None}
+    bundle = corrector.bundle
+    encoders = {id(m.encoder): m.encoder for m in (bundle.t5, bundle.edit5) if m is not None}
     for encoder in encoders.values():
         pushed: list[bool] = []
 
@@ -49,23 +48,9 @@ def attach(corrector: Corrector, timings: Timings) -> Callable[[], None]:
 
         undo += [encoder.register_forward_pre_hook(pre).remove, encoder.register_forward_hook(post).remove]
 
-    forward = core.Decoder.forward
-
-    def timed_forward(self, *args, **kwargs):
-        with timings("decoder"):
-            return forward(self, *args, **kwargs)
-
-    core.Decoder.forward = timed_forward
-    undo.append(lambda: setattr(core.Decoder, "forward", forward))
-    drafter = corrector._drafter
-
-    def timed_drafter(encoded):
-        with timings("draft"):  # EdiT5 with another vocabulary drafts here, before decoding
-            inner = drafter(encoded)
-        return TimedDrafter(inner, timings)
-
-    corrector._drafter = timed_drafter
-    undo.append(lambda: vars(corrector).pop("_drafter"))
+    before = bundle.decoders.timed
+    bundle.decoders.timed = lambda: timings("decoder")
+    undo.append(lambda: setattr(bundle.decoders, "timed", before))
 
     def detach() -> None:
         for step in reversed(undo):

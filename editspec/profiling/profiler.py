@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import torch
 from torch.profiler import ProfilerActivity, profile
@@ -49,46 +49,45 @@ from tqdm import tqdm
 
 from editspec.modeling.tensors import model_inputs
 from editspec.decoding import drafters
-from editspec.decoding.modes import shares_vocabulary
 from editspec.errors import EditspecError
 from editspec.modes import BY_NAME, CT2_GREEDY, T5
 from editspec.profiling.clock import Clock, Recorder, Sample
 from editspec.profiling.data import batches
 from editspec.profiling.stats import median, summarize, summary
 from editspec.profiling.timed import TIMED, Batch
-from editspec.tokenization.tokens import encode, marker_ids
+from editspec.tokenization.tokens import encode
+
+if TYPE_CHECKING:
+    from editspec.bundle import Bundle
 
 REFERENCE = T5.name  # every mode's output is compared with T5's greedy output
 CT2_REFERENCE = CT2_GREEDY.name  # the peer the speculative mode's speedup is also given against
 
 
 class Profiler:
-    """Loaded models and settings; each mode (``profiling.timed.TIMED``) runs one batch into a ``Sample``."""
+    """A bundle's models, and the peers' and settings; each mode (``profiling.timed.TIMED``) runs one batch into a ``Sample``."""
 
-    def __init__(self, t5=None, t5_tokenizer=None, edit5=None, edit5_tokenizer=None, small=None,
-                 gamma: int | str = "auto", prompt_lookup_tokens: int = 10, ct2=None,
-                 ct2_unavailable: str | None = None, hf_t5=None):
-        """``gamma``: the speculative modes' draft window: "auto" (the core's, from the measured
-        pass costs), a fixed number of tokens, or "all" (the whole remaining draft, up to 48).
-        ``ct2``: a ``profiling.ct2.CT2Peer`` of the same T5, or None (``ct2_unavailable`` says why).
-        ``hf_t5``: the T5 as transformers' model for the hf-* modes (default: ``t5``, if it is one)."""
-        self.ct2, self.ct2_unavailable = ct2, ct2_unavailable
+    def __init__(self, bundle: Bundle, small=None, gamma: int | str = "auto", prompt_lookup_tokens: int = 10,
+                 ct2=None, ct2_unavailable: str | None = None, hf_t5=None):
+        """``bundle``: the corrector's models (``editspec.bundle``); its draft costs start afresh,
+        measured by this profile alone. ``small``: hf-assisted's small T5. ``gamma``: the
+        speculative modes' draft window: "auto" (the core's, from the measured pass costs), a fixed
+        number of tokens, or "all" (the whole remaining draft, up to 48). ``ct2``: a
+        ``profiling.ct2.CT2Peer`` of the same T5, or None (``ct2_unavailable`` says why).
+        ``hf_t5``: the T5 as transformers' model for the hf-* modes (default: the bundle's, if it is one)."""
+        self.bundle, self.ct2, self.ct2_unavailable = bundle, ct2, ct2_unavailable
+        bundle.draft_costs = drafters.DraftCosts()  # the speculative mode's pick, as Corrector's
+        t5 = bundle.t5
         self.hf_t5 = hf_t5 if hf_t5 is not None else t5 if hasattr(t5, "generate") else None
-        self.t5, self.t5_tokenizer = t5, t5_tokenizer
-        self.edit5, self.edit5_tokenizer = edit5, edit5_tokenizer
         self.small, self.gamma, self.prompt_lookup_tokens = small, gamma, prompt_lookup_tokens
         self.window = None if gamma == "auto" else 48 if gamma == "all" else int(gamma)
-        self.markers = marker_ids(edit5_tokenizer) if edit5 is not None else []
-        self.draft_costs = drafters.DraftCosts()  # the speculative mode's pick, as Corrector's
-        self.shared_vocab = shares_vocabulary(t5, t5_tokenizer, edit5, edit5_tokenizer)
-        model = t5 if t5 is not None else edit5
-        self.device = model.device
+        self.device = bundle.device
         self.clock = Clock(self.device)
-        self.tokenizer = t5_tokenizer if t5 is not None else edit5_tokenizer
+        self.tokenizer = bundle.t5_tokenizer if t5 is not None else bundle.edit5_tokenizer
 
     def unavailable(self, mode: str) -> str | None:
         """Why ``mode`` cannot run with these models, or None."""
-        have = {"t5": self.t5, "edit5": self.edit5, "t5-draft": self.small}
+        have = {"t5": self.bundle.t5, "edit5": self.bundle.edit5, "t5-draft": self.small}
         missing = [k for k in BY_NAME[mode].needs if have[k] is None]
         if missing:
             return f"no {' and no '.join(missing)} model" + (
@@ -99,15 +98,15 @@ class Profiler:
         tok = self.tokenizer
         ids, mask = model_inputs([encoded[i].ids for i in index], tok.eos_token_id, tok.pad_token_id, self.device)
         batch = Batch(index, [encoded[i] for i in index], ids, mask)
-        if self.edit5 is not None:
+        if self.bundle.edit5 is not None:
             if edit5_encoded is None:
                 batch.edit5_encoded, batch.edit5_ids, batch.edit5_mask = batch.encoded, ids, mask
             else:
                 rows = [edit5_encoded[i] for i in index]
                 batch.edit5_encoded = rows
                 batch.edit5_ids, batch.edit5_mask = model_inputs(
-                    [r.ids for r in rows], self.edit5_tokenizer.eos_token_id,
-                    self.edit5_tokenizer.pad_token_id, self.device)
+                    [r.ids for r in rows], self.bundle.edit5_tokenizer.eos_token_id,
+                    self.bundle.edit5_tokenizer.pad_token_id, self.device)
         return batch
 
     # -- one mode on one batch --
@@ -148,8 +147,8 @@ def profile_modes(profiler: Profiler, sources: list[str], modes: Sequence[str], 
     reference of ``speedup_vs_t5`` and ``identical_to_t5`` (and the perfect drafter's draft)."""
     encoded = encode(profiler.tokenizer, sources)
     edit5_encoded = None
-    if profiler.edit5 is not None and not profiler.shared_vocab:
-        edit5_encoded = encode(profiler.edit5_tokenizer, sources)
+    if profiler.bundle.edit5 is not None and not profiler.bundle.shared_vocab:
+        edit5_encoded = encode(profiler.bundle.edit5_tokenizer, sources)
     fits = lambda e: e.ids and (max_ids is None or len(e.ids) <= max_ids)  # noqa: E731
     keep = [i for i, e in enumerate(encoded) if fits(e) and (edit5_encoded is None or fits(edit5_encoded[i]))]
     order = sorted(keep, key=lambda i: -len(encoded[i].ids))  # as editspec correct batches

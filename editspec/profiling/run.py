@@ -70,21 +70,21 @@ def load_profiler(corrector: Corrector, modes: Sequence[str], model: str | None,
         draft_dir = root / "t5-draft" if (root / "t5-draft" / "config.json").is_file() else None
     if draft_dir is not None and any("t5-draft" in BY_NAME[m].needs for m in modes):
         small, small_tok = load_t5(draft_dir, device=dev, dtype=torch_dtype, transformers=True)
-        if corrector.t5_tokenizer is not None and small_tok.get_vocab() != corrector.t5_tokenizer.get_vocab():
+        t5_tokenizer = corrector.bundle.t5_tokenizer
+        if t5_tokenizer is not None and small_tok.get_vocab() != t5_tokenizer.get_vocab():
             raise EditspecError(f"the small T5 at {draft_dir} has another tokenizer than the T5")
     hf_t5 = None  # transformers' generate (hf-*) runs on transformers' model of the same T5
-    if corrector.t5 is not None and any(m.startswith("hf-") for m in modes):
-        hf_t5, _ = load_t5(corrector.paths["t5"], device=dev, dtype=torch_dtype, transformers=True)
+    if corrector.bundle.t5 is not None and any(m.startswith("hf-") for m in modes):
+        hf_t5, _ = load_t5(corrector.bundle.paths["t5"], device=dev, dtype=torch_dtype, transformers=True)
     if quantize is not None:  # the T5 first: a shared encoder is then quantized once
-        for m in (corrector.t5, corrector.edit5, small, hf_t5):
+        for m in (corrector.bundle.t5, corrector.bundle.edit5, small, hf_t5):
             if m is not None:
                 quantization.quantize(m, quantize)
     peer, peer_why = None, None
     if any(isinstance(TIMED[m], CT2) for m in modes):
-        peer, peer_why = load_ct2(corrector.paths.get("t5"), dev, ct2_cache)
+        peer, peer_why = load_ct2(corrector.bundle.paths.get("t5"), dev, ct2_cache)
         report["ctranslate2"] = peer_why or ct2_version()
-    return Profiler(corrector.t5, corrector.t5_tokenizer, corrector.edit5, corrector.edit5_tokenizer, small,
-                    ct2=peer, ct2_unavailable=peer_why, hf_t5=hf_t5, **settings)
+    return Profiler(corrector.bundle, small, ct2=peer, ct2_unavailable=peer_why, hf_t5=hf_t5, **settings)
 
 
 def correct_path(load: dict, sources: list[str], warmup: int, pipeline: bool, end_to_end: bool, ct2_cache) -> dict:
@@ -97,7 +97,7 @@ def correct_path(load: dict, sources: list[str], warmup: int, pipeline: bool, en
     if pipeline:
         out["pipeline"] = {**profile_pipeline(corrector, sources, warmup), "load_seconds": load_seconds}
     if end_to_end:
-        peer, peer_why = load_ct2(corrector.paths.get("t5"), load["device"], ct2_cache)
+        peer, peer_why = load_ct2(corrector.bundle.paths.get("t5"), load["device"], ct2_cache)
         out["end_to_end"] = whole_path(corrector, sources, peer, peer_why, warmup=warmup)
     return out
 

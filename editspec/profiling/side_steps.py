@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 from typing import Sequence
 
+from editspec.config import CorrectorConfig
 from editspec.corrector import Corrector
 from editspec.decoding.modes import MODES
 from editspec.decoding.rescoring import rescore
@@ -55,13 +56,11 @@ def time_rescoring(corrector: Corrector, sources: Sequence[str], warmup: int) ->
         units, knows = respell_all(units), load_speller().knows
     timed = {}
     for kind in ("edit5", "t5"):
-        model, tok = getattr(corrector, kind), getattr(corrector, f"{kind}_tokenizer")
-        if model is None:
+        if getattr(corrector.bundle, kind) is None:
             continue
-        plain = Corrector(kind, **{kind: model, f"{kind}_tokenizer": tok}, paths=corrector.paths,
-                          max_edit_words=corrector.max_edit_words)
+        plain = Corrector(corrector.bundle.only(kind), CorrectorConfig(kind, max_edit_words=corrector.max_edit_words))
         outputs = plain.correct(units)
-        score = MODES[kind].scorer(plain, prefix=corrector.prefix)  # the edit5 mode reads no prefix
+        score = MODES[kind].scorer(plain.bundle, prefix=corrector.prefix)  # the edit5 mode reads no prefix
         for unit, output in zip(units[:warmup], outputs[:warmup]):
             rescore([unit], [output], score)
         times = []

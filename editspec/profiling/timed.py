@@ -22,12 +22,13 @@ import torch
 
 from editspec.decoding import core, drafters
 from editspec.decoding import modes as decoding_modes
-from editspec.decoding.modes import Edit5Mode, Models, T5Mode
+from editspec.decoding.modes import Edit5Mode, T5Mode
+from editspec.bundle import Bundle
 from editspec.decoding.window import WindowPolicy
 from editspec import modes
 from editspec.modes import Mode
 from editspec.profiling.clock import Clock, Recorder
-from editspec.profiling.drafters import TimedDrafter
+from editspec.decoding.drafters import TimedDrafter
 from editspec.tokenization.edits import realize
 from editspec.tokenization.tokens import render_ids
 
@@ -55,9 +56,10 @@ class Decoded:
     end_of_decoder: object = None  # EdiT5: the clock's stamp when generate_edits returned
 
 
-class Profiled(Models, Protocol):
+class Profiled(Protocol):
     """The profiler's loaded models and settings (``profiler.Profiler``)."""
 
+    bundle: Bundle  # the corrector's models
     small: torch.nn.Module | None  # hf-assisted's assistant
     hf_t5: torch.nn.Module | None  # the T5 as transformers' model, for its ``generate`` (hf-*)
     ct2: object  # a ``profiling.ct2.CT2Peer``, or None
@@ -117,29 +119,29 @@ class Core(Timed):
         self.drafted = draft is not None or runner.drafts
 
     def unavailable(self, p):
-        if self.reads_t5_ids and p.edit5 is not None and not p.shared_vocab:
+        if self.reads_t5_ids and p.bundle.edit5 is not None and not p.bundle.shared_vocab:
             return "EdiT5 and T5 use different tokenizers (the profiler's EdiT5 drafter reads T5's ids)"
         return None
 
     def instrument(self, p, rec, batch):
         if self.drafted and p.window is None:  # the window's cost model: measured once, untimed
-            WindowPolicy.measured(p.t5, len(batch.index))
-        rec.time_module(p.t5.encoder, "encoder")
-        rec.wrap(core.Decoder, "forward", "step")  # the core: one call per pass
+            WindowPolicy.measured(p.bundle.t5, len(batch.index))
+        rec.time_module(p.bundle.t5.encoder, "encoder")
+        rec.time_passes(p.bundle.decoders, "step")  # the core: one span per pass
 
     def decode(self, p, batch, reference, rec):
         slots = len(batch.index)
         if not self.drafted:
-            return Decoded(self.runner.run(p, batch.encoded, slots)[0])
-        inner = self.draft(p, batch, reference) if self.draft else self.runner.drafter(p, batch.encoded, slots)
-        outputs, stats = self.runner.run(p, batch.encoded, slots, TimedDrafter(inner, rec), window=p.window)
+            return Decoded(self.runner.run(p.bundle, batch.encoded, slots)[0])
+        inner = self.draft(p, batch, reference) if self.draft else self.runner.drafter(p.bundle, batch.encoded, slots)
+        outputs, stats = self.runner.run(p.bundle, batch.encoded, slots, TimedDrafter(inner, rec), window=p.window)
         return Decoded(outputs, stats)
 
     def report(self, p):
         if self.draft is not None or not self.drafted:
             return {}
         # the corrector's speculative mode: the drafter it picked, and what each cost a probed sentence
-        costs = p.draft_costs
+        costs = p.bundle.draft_costs
         return {"drafter": costs.names[costs.best],
                 "drafter_cost_ms": {n: 1e3 * v for n, v in costs.per_sentence().items()}}
 
@@ -155,15 +157,15 @@ class EdiT5(Timed):
         self.runner = runner
 
     def instrument(self, p, rec, batch):
-        rec.time_module(p.edit5.encoder, "encoder")
-        rec.mark_module(p.edit5.insertion.decoder.block[0], "step")
+        rec.time_module(p.bundle.edit5.encoder, "encoder")
+        rec.mark_module(p.bundle.edit5.insertion.decoder.block[0], "step")
 
     def decode(self, p, batch, reference, rec):
         with torch.inference_mode():
-            found = self.runner.edits(p, batch.edit5_encoded, batch.edit5_ids, batch.edit5_mask)
+            found = self.runner.edits(p.bundle, batch.edit5_encoded, batch.edit5_ids, batch.edit5_mask)
         end = p.clock.stamp()
-        eos = p.edit5_tokenizer.eos_token_id
-        return Decoded([realize(e.ids, ed, p.markers, eos) for e, ed in zip(batch.edit5_encoded, found)], None, end)
+        eos = p.bundle.edit5_tokenizer.eos_token_id
+        return Decoded([realize(e.ids, ed, p.bundle.markers, eos) for e, ed in zip(batch.edit5_encoded, found)], None, end)
 
     def steps(self, rec, decoded):
         return rec.steps("step", decoded.end_of_decoder)
@@ -173,10 +175,10 @@ class EdiT5(Timed):
 
     def same_as_t5(self, p, batch, outputs, reference):
         """Ids; text when EdiT5 has another vocabulary, both rendered by aligning them to the source."""
-        if p.shared_vocab:
+        if p.bundle.shared_vocab:
             return super().same_as_t5(p, batch, outputs, reference)
-        mine = [render_ids(p.edit5_tokenizer, e, o) for e, o in zip(batch.edit5_encoded, outputs)]
-        theirs = [render_ids(p.t5_tokenizer, e, o) for e, o in zip(batch.encoded, reference)]
+        mine = [render_ids(p.bundle.edit5_tokenizer, e, o) for e, o in zip(batch.edit5_encoded, outputs)]
+        theirs = [render_ids(p.bundle.t5_tokenizer, e, o) for e, o in zip(batch.encoded, reference)]
         return [a == b for a, b in zip(mine, theirs)]
 
 
@@ -217,7 +219,7 @@ class CT2(Timed):
         return None if p.ct2 is not None else p.ct2_unavailable or "no CTranslate2 conversion of the T5"
 
     def decode(self, p, batch, reference, rec):
-        budgets, eos = batch.budgets, p.t5_tokenizer.eos_token_id
+        budgets, eos = batch.budgets, p.bundle.t5_tokenizer.eos_token_id
         outputs = p.ct2.translate(self.mode.name, [e.ids + [eos] for e in batch.encoded], max(budgets))
         return Decoded([o[:b] for o, b in zip(outputs, budgets)])
 
@@ -227,7 +229,7 @@ TIMED: dict[str, Timed] = {t.mode.name: t for t in (
     EdiT5(decoding_modes.EDIT5),
     Core(decoding_modes.SPECULATIVE, reads_t5_ids=True),
     Core(decoding_modes.T5, modes.SPECULATIVE_EDIT5, reads_t5_ids=True,
-         draft=lambda p, batch, reference: drafters.Mix(drafters.EdiT5(p.edit5, p.markers), drafters.Ngram())),
+         draft=lambda p, batch, reference: drafters.Mix(drafters.EdiT5(p.bundle.edit5, p.bundle.markers), drafters.Ngram())),
     Core(decoding_modes.T5, modes.SPECULATIVE_COPY, draft=lambda p, batch, reference: drafters.copy_draft()),
     Core(decoding_modes.T5, modes.SPECULATIVE_PERFECT, draft=lambda p, batch, reference: drafters.Follow(reference)),
     Peer(modes.HF_GREEDY),

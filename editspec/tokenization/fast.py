@@ -22,7 +22,7 @@ from typing import Sequence
 
 from tokenizers import Tokenizer
 
-from editspec.tokenization.tokens import tokenizer_path
+from editspec.tokenization.tokens import Codec, tokenizer_path
 
 SPECIAL_KEYS = ("eos_token", "unk_token", "pad_token", "bos_token", "sep_token", "cls_token", "mask_token")
 
@@ -88,5 +88,6 @@ def load(path: str | os.PathLike) -> FastTokenizer:
     key = hashlib.sha256(raw + b"\0" + config).hexdigest()
     with _LOCK:
         if key not in _LOADED:
-            _LOADED[key] = FastTokenizer(Tokenizer.from_str(raw.decode("utf-8")), json.loads(config), str(path))
+            _LOADED[key] = Codec.attach(FastTokenizer(Tokenizer.from_str(raw.decode("utf-8")), json.loads(config),
+                                                      str(path)))
         return _LOADED[key]

@@ -20,15 +20,15 @@ Where the provenance of output tokens is unknown (T5 writes the whole sentence),
 from ``editspec.edits`` recovers it: the longest common subsequence with the source, plus moves.
 
 Special tokens in user text (a literal ``</s>`` or ``<extra_id_3>``) are encoded as plain text,
-never as control tokens, by a copy of the tokenizer that reads them so (safe across threads).
+never as control tokens, by a copy of the tokenizer that reads them so (safe across threads): the
+tokenizer's ``Codec``, made once with it where editspec loads a tokenizer (``load_tokenizer``,
+``tokenization.fast.load``) and kept on it, so it lives and goes with its tokenizer.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-import threading
-import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
@@ -101,7 +101,7 @@ def load_tokenizer(path: str | os.PathLike) -> "PreTrainedTokenizerBase":
         raise EditspecError(f"tokenizer at {path} has no fast (tokenizers) backend; offsets are needed")
     if tok.eos_token_id is None:
         raise EditspecError(f"tokenizer at {path} has no EOS token")
-    return tok
+    return Codec.attach(tok)
 
 
 def marker_ids(tok: "PreTrainedTokenizerBase") -> list[int]:
@@ -124,70 +124,89 @@ class Encoded:
     tail: str  # after the last token: trailing whitespace, characters the normaliser dropped
 
 
-_LITERAL: "weakref.WeakKeyDictionary[PreTrainedTokenizerBase, Tokenizer]" = weakref.WeakKeyDictionary()
-_LITERAL_LOCK = threading.Lock()
-_SPECIAL: "weakref.WeakKeyDictionary[PreTrainedTokenizerBase, frozenset[int]]" = weakref.WeakKeyDictionary()
+CODEC = "editspec_codec"  # the attribute of a tokenizer that holds its ``Codec``
 
 
-def special_ids(tok: "PreTrainedTokenizerBase") -> frozenset[int]:
-    """``tok.all_special_ids``, cached: transformers rebuilds that list on every access."""
-    if tok not in _SPECIAL:
-        _SPECIAL[tok] = frozenset(tok.all_special_ids)
-    return _SPECIAL[tok]
+class Codec:
+    """A tokenizer as inference reads user text with it: its backend reading special-token text
+    as plain text, and its special ids (transformers rebuilds ``all_special_ids`` at every access).
+
+    Made once per tokenizer and kept on it (``attach``: ``load_tokenizer``, ``fast.load``);
+    ``Codec.of(tok)`` finds it, or makes one for a tokenizer loaded elsewhere. A copy of the
+    backend, not ``encode_special_tokens`` flipped on the shared one for each call: that would
+    change how another thread's call tokenizes ("</s>" as EOS) while it runs, and transformers'
+    own calls set it back. A ``fast.FastTokenizer``'s backend reads them so already."""
+
+    def __init__(self, tok: "PreTrainedTokenizerBase"):
+        self.tok = tok
+        if getattr(tok.backend_tokenizer, "encode_special_tokens", False):
+            self.backend = tok.backend_tokenizer
+        else:
+            self.backend = Tokenizer.from_str(tok.backend_tokenizer.to_str())
+            self.backend.encode_special_tokens = True  # user text never contains control tokens
+        self.special = frozenset(tok.all_special_ids)
+
+    @staticmethod
+    def of(tok: "PreTrainedTokenizerBase | Codec") -> "Codec":
+        """``tok``'s codec: ``tok`` itself if it is one, else the one kept on it, else a new one."""
+        if isinstance(tok, Codec):
+            return tok
+        return getattr(tok, CODEC, None) or Codec(tok)
+
+    @staticmethod
+    def attach(tok: "PreTrainedTokenizerBase") -> "PreTrainedTokenizerBase":
+        """``tok`` with its codec kept on it (``Codec.of`` finds it)."""
+        setattr(tok, CODEC, Codec(tok))
+        return tok
+
+    def encode(self, texts: Sequence[str]) -> list[Encoded]:
+        """Each text's ``Encoded``."""
+        encodings = self.backend.encode_batch(list(texts), add_special_tokens=False)
+        special, unk = self.special, self.tok.unk_token_id
+        out = []
+        for text, enc in zip(texts, encodings):
+            chars, spaces, cursor = [], [], 0
+            for piece, (a, b) in zip(enc.tokens, enc.offsets):
+                if piece == SPACE:  # a bare word boundary: whitespace, no characters
+                    b = a
+                a = max(a, cursor)  # normalisation can make offsets overlap (ﬁ -> f + fi)
+                b = max(b, a)
+                spaces.append(text[cursor:a])
+                chars.append(text[a:b])
+                cursor = b
+            # a literal "</s>" can match the control piece: make it <unk>, its characters stay
+            ids = [unk if i in special else i for i in enc.ids]
+            out.append(Encoded(text, ids, chars, spaces, text[cursor:]))
+        return out
+
+    def encode_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """``[e.ids for e in self.encode(texts)]`` without the characters of each token (scoring
+        needs the ids alone)."""
+        special, unk = self.special, self.tok.unk_token_id
+        return [[unk if i in special else i for i in enc.ids]
+                for enc in self.backend.encode_batch(list(texts), add_special_tokens=False)]
 
 
-def _literal_backend(tok: "PreTrainedTokenizerBase") -> Tokenizer:
-    """A copy of ``tok``'s backend that reads special-token text as plain text, made once per
-    tokenizer: flipping ``encode_special_tokens`` on the shared backend for each call would
-    change how another thread's call tokenizes ("</s>" as EOS) while it runs. A
-    ``fast.FastTokenizer``'s backend reads them so already."""
-    if getattr(tok.backend_tokenizer, "encode_special_tokens", False):
-        return tok.backend_tokenizer
-    with _LITERAL_LOCK:
-        if tok not in _LITERAL:
-            backend = Tokenizer.from_str(tok.backend_tokenizer.to_str())
-            backend.encode_special_tokens = True  # user text never contains control tokens
-            _LITERAL[tok] = backend
-        return _LITERAL[tok]
+def special_ids(tok: "PreTrainedTokenizerBase | Codec") -> frozenset[int]:
+    """``tok.all_special_ids``, as its ``Codec`` keeps them."""
+    return Codec.of(tok).special
 
 
-def encode(tok: "PreTrainedTokenizerBase", texts: Sequence[str], memo: dict | None = None) -> list[Encoded]:
+def encode(tok: "PreTrainedTokenizerBase | Codec", texts: Sequence[str], memo: dict | None = None) -> list[Encoded]:
     """Each text's ``Encoded``. ``memo`` (a dict one caller keeps for one input, e.g. a
     ``Corrector.correct`` call): texts encoded before with ``tok`` are not encoded again."""
+    codec = Codec.of(tok)
     if memo is None:
-        return _encode(tok, texts)
-    todo = list(dict.fromkeys(t for t in texts if (id(tok), t) not in memo))
-    for text, enc in zip(todo, _encode(tok, todo)):
-        memo[(id(tok), text)] = enc
-    return [memo[(id(tok), t)] for t in texts]
+        return codec.encode(texts)
+    todo = list(dict.fromkeys(t for t in texts if (codec, t) not in memo))
+    for text, enc in zip(todo, codec.encode(todo)):
+        memo[(codec, text)] = enc
+    return [memo[(codec, t)] for t in texts]
 
 
-def _encode(tok: "PreTrainedTokenizerBase", texts: Sequence[str]) -> list[Encoded]:
-    encodings = _literal_backend(tok).encode_batch(list(texts), add_special_tokens=False)
-    special, unk = special_ids(tok), tok.unk_token_id
-    out = []
-    for text, enc in zip(texts, encodings):
-        chars, spaces, cursor = [], [], 0
-        for piece, (a, b) in zip(enc.tokens, enc.offsets):
-            if piece == SPACE:  # a bare word boundary: whitespace, no characters
-                b = a
-            a = max(a, cursor)  # normalisation can make offsets overlap (ﬁ -> f + fi)
-            b = max(b, a)
-            spaces.append(text[cursor:a])
-            chars.append(text[a:b])
-            cursor = b
-        # a literal "</s>" can match the control piece: make it <unk>, its characters stay
-        ids = [unk if i in special else i for i in enc.ids]
-        out.append(Encoded(text, ids, chars, spaces, text[cursor:]))
-    return out
-
-
-def encode_ids(tok: "PreTrainedTokenizerBase", texts: Sequence[str]) -> list[list[int]]:
-    """``[e.ids for e in encode(tok, texts)]`` without the characters of each token (scoring
-    needs the ids alone)."""
-    special, unk = special_ids(tok), tok.unk_token_id
-    return [[unk if i in special else i for i in enc.ids]
-            for enc in _literal_backend(tok).encode_batch(list(texts), add_special_tokens=False)]
+def encode_ids(tok: "PreTrainedTokenizerBase | Codec", texts: Sequence[str]) -> list[list[int]]:
+    """``[e.ids for e in encode(tok, texts)]`` without the characters of each token."""
+    return Codec.of(tok).encode_ids(texts)
 
 
 def unreadable(tok: "PreTrainedTokenizerBase", source: Encoded) -> set[int]:

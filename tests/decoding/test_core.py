@@ -517,33 +517,34 @@ def test_drafts_retokenized(tokenizer, tmp_path):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_the_kept_decoder_gives_a_new_decoders_numbers(dtype):
-    """One decoder per model, kept across calls and grown for a larger one: a call after a larger
-    (and after one of other widths) decodes and scores what it does on a model's first call, bit
-    for bit (log P of every token), greedy and speculative; ``score`` shares it."""
-    from editspec.decoding.decoder import Decoder
+    """One decoder per model, kept across calls (``Decoders``, a bundle's) and grown for a larger
+    one: a call after a larger (and after one of other widths) decodes and scores what a new
+    decoder does, bit for bit (log P of every token), greedy and speculative; ``score`` shares it."""
+    from editspec.decoding.decoder import Decoders
 
     model = random_t5(7, vocab=40, d_model=64, layers=2, heads=4, dtype=dtype)
     gen = torch.Generator().manual_seed(8)
     small, large = mixed_lengths(gen, 12, 40), mixed_lengths(gen, 40, 40)
-    call = lambda rows, slots, drafter=None: core.generate(  # noqa: E731
-        model, rows, slots, drafter, [12 + len(r) for r in rows], window=4, scores=True)
-    first = [call(small, 3), call(small, 3, drafters.copy_draft())]
+    decoders = Decoders()
+    call = lambda rows, slots, drafter=None, decoders=decoders: core.generate(  # noqa: E731
+        model, rows, slots, drafter, [12 + len(r) for r in rows], window=4, scores=True, decoders=decoders)
+    first = [call(small, 3, decoders=None), call(small, 3, drafters.copy_draft(), decoders=None)]  # new decoders
     forced = core.score(model, small, [r[::-1] for r in small], 5)
-    with Decoder.lease(model, 1, 1, 1) as kept:
+    with decoders.lease(model, 1, 1, 1) as kept:
         pass
     call(large, 16)  # grows the kept buffers: more slots, longer sources and budgets
-    with Decoder.lease(model, 1, 1, 1) as again:
+    with decoders.lease(model, 1, 1, 1) as again:
         assert again is kept and kept.k[0].shape == (1, 4, 1, 16)  # views of the kept buffers, reset
     for (out, stats), (out2, stats2) in zip(first, [call(small, 3), call(small, 3, drafters.copy_draft())]):
         assert out == out2 and stats.token_log_probs == stats2.token_log_probs and stats.widths == stats2.widths
-    assert core.score(model, small, [r[::-1] for r in small], 5) == forced
+    assert core.score(model, small, [r[::-1] for r in small], 5, decoders=decoders) == forced
     model.to(torch.float64)  # another type: a new decoder
-    with Decoder.lease(model, 1, 1, 1) as other:
+    with decoders.lease(model, 1, 1, 1) as other:
         assert other is not kept and other.k[0].dtype == torch.float64
-        with Decoder.lease(model, 2, 3, 4) as busy:  # held (another thread): one of its own
+        with decoders.lease(model, 2, 3, 4) as busy:  # held (another thread): one of its own
             assert busy is not other and busy.k[0].shape == (2, 4, 4, 16)
-    Decoder.release(model)
-    with Decoder.lease(model, 1, 1, 1) as fresh:
+    decoders.release(model)
+    with decoders.lease(model, 1, 1, 1) as fresh:
         assert fresh is not other
 
 
@@ -552,11 +553,11 @@ def test_a_kept_decoder_goes_with_its_model():
     import gc
     import weakref
 
-    from editspec.decoding import decoder
+    from editspec.decoding.decoder import Decoders
 
-    model = random_t5(0)
-    core.generate(model, [[5, 6, EOS]], 1, max_new_tokens=3)
-    kept = weakref.ref(decoder._KEPT[model])
+    model, decoders = random_t5(0), Decoders()
+    core.generate(model, [[5, 6, EOS]], 1, max_new_tokens=3, decoders=decoders)
+    kept = weakref.ref(decoders._kept[model])
     gone = weakref.ref(model)
     del model
     gc.collect()

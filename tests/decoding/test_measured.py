@@ -97,14 +97,14 @@ def test_corrector_keeps_its_draft_costs_for_the_next_process(cache, tmp_path, t
 
     bundle = tiny_bundle(tmp_path / "models", tokenizer) / "bundle"
     first = Corrector.from_pretrained(bundle, mode="speculative")
-    assert first.draft_costs.probed == 0
+    assert first.bundle.draft_costs.probed == 0
     first.correct(sentences(12))
-    assert first.draft_costs.probed > 0
+    assert first.bundle.draft_costs.probed > 0
     assert [p.name.split("-")[0] for p in (cache / "measured").iterdir()].count("drafts") == 1
     second = Corrector.from_pretrained(bundle, mode="speculative")  # a new process's start
-    assert second.draft_costs.probed == min(first.draft_costs.probed, second.draft_costs.probe)
-    assert second.draft_costs.per_sentence() == pytest.approx(first.draft_costs.per_sentence())
-    assert Corrector.from_pretrained(bundle, mode="t5").draft_costs.probed == 0  # no drafts: none kept
+    assert second.bundle.draft_costs.probed == min(first.bundle.draft_costs.probed, second.bundle.draft_costs.probe)
+    assert second.bundle.draft_costs.per_sentence() == pytest.approx(first.bundle.draft_costs.per_sentence())
+    assert Corrector.from_pretrained(bundle, mode="t5").bundle.draft_costs.probed == 0  # no drafts: none kept
 
 
 def test_slot_counts_between_powers_of_two_are_interpolated(cache, monkeypatch):

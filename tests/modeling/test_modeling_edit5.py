@@ -15,7 +15,8 @@ from editspec.modeling.edit5_heads import decode_order, to_checkpoint
 from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
 from editspec.modeling.tensors import IGNORE
 from editspec.tokenization.tokens import encode, marker_ids
-from editspec.decoding.modes import EDIT5, Loaded
+from editspec.bundle import Bundle
+from editspec.decoding.modes import EDIT5
 from tests.helpers import pairs
 
 TINY = dict(d_model=32, d_kv=8, d_ff=64, num_heads=4, num_layers=2, num_decoder_layers=1,
@@ -186,7 +187,7 @@ def test_overfits_to_exact_targets(tokenizer, trained):
         assert realize(src, e, markers, eos) == tgt, (source, target, e, step)
     assert any(e.reordered for e in edits)  # the swap was undone by the pointer network
     # as the edit5 mode decodes (``Corrector``, training's dev scoring): 7 rows a batch, each its own budget
-    models, encoded = Loaded(edit5=model, edit5_tokenizer=tokenizer), encode(tokenizer, [s for s, _ in data])
+    models, encoded = Bundle(edit5=model, edit5_tokenizer=tokenizer), encode(tokenizer, [s for s, _ in data])
     assert EDIT5.render(models, encoded, EDIT5.run(models, encoded, 7)[0]) == [t for _, t in data]
 
 

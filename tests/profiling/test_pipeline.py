@@ -7,7 +7,6 @@ import pytest
 
 from editspec import cli
 from editspec.corrector import Corrector
-from editspec.decoding import core
 from editspec.profiling.end_to_end import t5_twin
 from editspec.profiling.pipeline import profile_pipeline
 from editspec.timing import OFF
@@ -34,10 +33,10 @@ def test_timed_output_is_untimed_output(bundle):
     corrector = Corrector.from_pretrained(bundle, device="cpu", rounds=3, rescore=True, batch_size=2)
     lines = sentences(8, seed=11) + ["", "  Two  spaces.  And more. "]
     plain = corrector.correct(lines)
-    forward = core.Decoder.forward
+    timed = corrector.bundle.decoders.timed
     p = profile_pipeline(corrector, lines, warmup=2)
-    assert corrector.timings is OFF and core.Decoder.forward is forward and "_drafter" not in vars(corrector)
-    assert not corrector.t5.encoder._forward_hooks and not corrector.t5.encoder._forward_pre_hooks
+    assert corrector.timings is OFF and corrector.bundle.decoders.timed is timed
+    assert not corrector.bundle.t5.encoder._forward_hooks and not corrector.bundle.t5.encoder._forward_pre_hooks
     assert corrector.correct(lines) == plain
     assert p["steps"]["rescore"]["ms"] > 0 and p["rounds"] == 3
     assert p["later_rounds_ms"] == pytest.approx(sum(s["later_rounds_ms"] for s in p["steps"].values()))
@@ -69,6 +68,6 @@ def test_the_t5_twin_is_t5_mode(bundle):
     corrector = Corrector.from_pretrained(bundle, device="cpu", rescore=True, batch_size=2)
     twin = t5_twin(corrector)
     lines = sentences(12, seed=5)
-    assert twin.mode == "t5" and twin.t5 is corrector.t5 and twin.config == corrector.config.replace(mode="t5")
+    assert twin.mode == "t5" and twin.bundle.t5 is corrector.bundle.t5 and twin.config == corrector.config.replace(mode="t5")
     assert twin.correct(lines) == Corrector.from_pretrained(bundle, device="cpu", mode="t5", rescore=True,
                                                             batch_size=2).correct(lines)

@@ -2,6 +2,7 @@
 
 import torch
 
+from editspec.bundle import Bundle
 from editspec.profiling.profiler import Profiler
 from editspec.tokenization.tokens import encode
 from tests.helpers import random_t5
@@ -13,7 +14,7 @@ def test_a_short_rows_budget_is_its_own(tokenizer):
     t5 = random_t5(4, vocab=len(tokenizer), d_model=16, layers=1, heads=2)
     eos = tokenizer.eos_token_id
     t5.lm_head.register_forward_hook(lambda module, args, out: out.index_fill(-1, torch.tensor([eos]), -1e9))
-    profiler = Profiler(t5, tokenizer)
+    profiler = Profiler(Bundle(t5, tokenizer))
     short, long = encode(tokenizer, ["I go.", "Yesterday we went to the big school by the river and sang."])
     assert len(long.ids) > len(short.ids) + 5
     for mode in ("t5", "speculative", "speculative-copy", "hf-greedy"):

@@ -21,6 +21,8 @@ from safetensors import safe_open
 from safetensors.torch import load_file
 from transformers import T5Config, T5ForConditionalGeneration, get_scheduler
 
+from editspec.bundle import Bundle
+from editspec.config import CorrectorConfig
 from editspec.corrector import Corrector
 from editspec.modeling.modeling_edit5 import EdiT5Model
 from editspec.modeling.t5 import load_t5
@@ -265,7 +267,7 @@ def test_edit5_heads_learn_on_a_t5_encoder_that_stays_the_t5s(tmp_path, data_dir
     ship_main(tmp_path / "t5", tmp_path / "bundle" / "t5", out / "best", tmp_path / "bundle" / "edit5")  # in order
     assert EdiT5Model.from_pretrained(tmp_path / "bundle" / "edit5").config.t5_encoder == "../t5"
     corrector = Corrector.from_pretrained(tmp_path / "bundle", device="cpu")
-    assert corrector.mode == "speculative" and corrector.edit5.encoder is corrector.t5.encoder
+    assert corrector.mode == "speculative" and corrector.bundle.edit5.encoder is corrector.bundle.t5.encoder
 
 
 def ship_main(*paths: Path) -> None:
@@ -529,7 +531,8 @@ def test_dev_scoring_decodes_as_the_corrector(tokenizer):
         t5.shared.weight[[tokenizer.eos_token_id, tokenizer.pad_token_id]] = 0.0
     for kind, model in (("t5", t5), ("edit5", tiny_edit5(tokenizer, max_order_positions=64))):
         model.eval()
-        corrector = Corrector(kind, **{kind: model, f"{kind}_tokenizer": tokenizer}, batch_size=5, max_length=30)
+        corrector = Corrector(Bundle(**{kind: model, f"{kind}_tokenizer": tokenizer}), CorrectorConfig(kind),
+                              batch_size=5, max_length=30)
         with mock.patch("training.dev.DECODE_ROWS", 3):
             got = correct_fn_for(model, models.ModelKind(kind), tokenizer, 30)(sources)
         # the corrector's model output, before the steps after it (``keep_unreadable``, the guard)

@@ -1,11 +1,11 @@
-"""editspec/profiling/drafters.py: every call the core makes to a drafter is a ``draft`` span, and
+"""editspec/decoding/drafters.py's TimedDrafter: every call the core makes to a drafter is a ``draft`` span, and
 the drafter's proposals pass through unchanged (the core counts the accepted tokens)."""
 
 import torch
 
 from editspec.decoding import core, drafters
 from editspec.profiling.clock import Clock, Recorder
-from editspec.profiling.drafters import TimedDrafter
+from editspec.decoding.drafters import TimedDrafter
 from tests.helpers import random_batch, random_t5
 
 
