@@ -5,33 +5,39 @@
     corrector.correct(["He have two brothers.  I like it."])
     # -> ["He has two brothers.  I like it."]
 
-What happens to a line::
+What happens to a line, step by step (each a function or method, ``correct`` and
+``correct_round`` the chain)::
 
     line       "  He have two brothers.  I like it."
     segment    (2, 23) "He have two brothers."           (2 spaces before, 2 between:
-               (25, 35) "I like it."                       kept verbatim, never modelled)
+               (25, 35) "I like it."                       kept verbatim, never modelled;
+                                                           ``segment.segment_lines``)
     spelling   with ``spelling`` on, words no dictionary holds are respelled (or split: "infront"),
                capitals restored ("i", names, sentence starts) and a long last sentence given its
-               full stop (``editspec.spelling``)
-    batch      all units of all lines, longest first, ``batch_size`` at a time (T5 and speculative:
-               ``batch_size`` slots of the decoding core; a finished unit's slot takes the next
-               waiting unit at once, ``editspec.decoding.core``)
-    model      edit5        tags, pointers, insertions -> realize_aligned -> render
+               full stop (``editspec.text.spelling``)
+    -- each round (``correct_round``): --
+    tokenize   each unit's ids, once (segmenting's encodings serve the first round), and the
+               units every model can read whole, longest first (``tokenize``)
+    decode     all units, ``batch_size`` at a time (T5 and speculative: ``batch_size`` slots of the
+               decoding core; a finished unit's slot takes the next waiting unit at once), by the
+               mode (``decode``; ``editspec.decoding.modes``):
+               edit5        tags, pointers, insertions -> realize_aligned -> render
                t5           greedy ids -> render_ids (aligned to the source)
                speculative  T5 greedy ids, drafted by EdiT5 or by the source, whichever has
                             cost less on this corrector's sentences -> render_ids
-               (each mode one object, ``editspec.decoding.modes``: the models it needs and uses,
-               its drafter, its batches and each row's output budget; ``editspec profile`` times
-               the same objects)
-    guard      a unit whose output rewrites more than ``max_edit_words`` words in one edit
-               ("and a lot , but I think that ..." repeated) goes back to the unit as written
-    words      with ``spelling`` on, an edit that writes a word no dictionary holds ("beingef")
-               is undone (``real_words``)
+    edits      the unit's ``Correction``: its edits found once (``diff``), then passed along; a step
+               that undoes edits passes on what is left (``Correction.keep``)
+    checks     (``check``) an edit of characters the model cannot read is undone
+               (``keep_unreadable``); a unit whose output rewrites more than ``max_edit_words``
+               words in one edit goes back to the unit as written (``guard``); with ``spelling``
+               on, an edit that writes a word no dictionary holds ("beingef") is undone (``real_words``)
     rescore    with ``rescore`` on, an edit the output model scores the unit better without is
-               undone (``editspec.rescoring``)
+               undone (``editspec.decoding.rescoring``)
     rounds     with ``rounds`` > 1, the units a round changed are corrected again
+    -- then: --
     rejoin     "  She goes to school every day.  I like it."
     edits      word-level diff of line and output: (6, 8) "go" -> "goes", (25, 29) "days" -> "day"
+               (``correct_detailed``)
 
 Each step above runs inside ``self.timings(step)``: ``OFF`` (nothing) unless ``editspec profile
 --pipeline`` sets a ``timing.Timings``, which then holds each step's share of the wall time.
@@ -65,11 +71,11 @@ from editspec.errors import EditspecError
 from editspec.modeling import loading
 from editspec.modeling.loading import resolve_models, trained_length
 from editspec.text import error_types, segment
-from editspec.text.diff import Correction, diff
+from editspec.text.diff import Correction
 from editspec.text.guard import guard, keep_unreadable, real_words
 from editspec.text.spelling import load_speller, respell_all
 from editspec.timing import OFF
-from editspec.tokenization.tokens import encode, unreadable
+from editspec.tokenization.tokens import Encoded, encode, unreadable
 
 DEFAULT_MAX_LENGTH = 128  # model input tokens with EOS, when the checkpoint does not say
 
@@ -230,13 +236,13 @@ class Corrector:
         parses the texts with edits, so it costs a second to load and a few ms a text)."""
         outputs = self.correct(texts, progress)
         with self.timings("diff"):
-            corrections = [Correction(text, out, diff(text, out)) for text, out in zip(texts, outputs)]
+            corrections = [Correction.of(text, out) for text, out in zip(texts, outputs)]
         if not types:
             return corrections
         with self.timings("types"):
             return error_types.typed(corrections)
 
-    # -- batches --
+    # -- the chain: units -> spelling -> rounds of (tokenize, decode, edits, checks, rescore) --
 
     def correct_units(self, units: Sequence[str], progress: Callable[[int], None] | None = None,
                       places: Sequence[segment.Place] | None = None, memo: dict | None = None) -> list[str]:
@@ -268,7 +274,7 @@ class Corrector:
         for round_ in range(self.rounds):
             if round_:
                 self.timings.next_round()
-            fixed = self._correct_round([out[i] for i in todo], progress if round_ == 0 else None, memo)
+            fixed = self.correct_round([out[i] for i in todo], progress if round_ == 0 else None, memo)
             out, changed = list(out), []  # a new list: the one yielded before stays as it was
             for i, text in zip(todo, fixed):
                 if text != out[i]:
@@ -278,70 +284,55 @@ class Corrector:
             yield out
         self.bundle.keep_draft_costs(self.batch_size)
 
-    def _correct_round(self, units: Sequence[str], progress: Callable[[int], None] | None,
-                       memo: dict) -> list[str]:
-        # the T5 reads the prefix as part of its source; rendering copies only what it outputs
+    def correct_round(self, units: Sequence[str], progress: Callable[[int], None] | None = None,
+                      memo: dict | None = None) -> list[str]:
+        """One round over ``units``: each tokenized once and decoded, its output's edits found
+        once, then judged by the checks and rescoring in turn, each undoing those it finds wrong.
+        A unit some model cannot read whole (one character that NFKC makes many tokens) stays."""
+        encoded, order = self.tokenize(units, memo)
+        known = rescoring.Known()  # the decode's own scores: rescoring reads them, no forced pass
+        changes = dict(self.decode_units(units, encoded, order, progress, known))
+        with self.timings("edits"):
+            changes = {i: Correction.of(units[i], text) for i, text in changes.items()}
+        with self.timings("guard"):
+            changes = {i: self.check(c, encoded[i]) for i, c in changes.items()}
+        if self.rescore:  # the output model undoes the edits it scores lower than their absence
+            with self.timings("rescore"):
+                changed = [i for i in order if changes[i].edits]
+                for i, c in zip(changed, rescoring.rescore([changes[i] for i in changed], self.scorer(known))):
+                    changes[i] = c
+        return [changes[i].output if i in changes else unit for i, unit in enumerate(units)]
+
+    # -- the steps --
+
+    def tokenize(self, units: Sequence[str], memo: dict | None = None) -> tuple[list[Encoded], list[int]]:
+        """Each unit's tokens as the output model reads them (the T5: after the prefix, which
+        rendering does not copy), and the units every model can read whole, longest first."""
         prefix = self.prefix if self.bundle.t5 is not None else ""
         with self.timings("tokenize"):
             encoded = encode(self.tokenizer, [prefix + u for u in units], memo)
             fits = [len(e.ids) <= self.max_ids[0][1] for e in encoded]  # the prefix included
             for tok, max_ids in self.max_ids[1:]:
                 fits = [f and len(e.ids) <= max_ids for f, e in zip(fits, encode(tok, units, memo))]
-        out: list[str] = list(units)
-        # longest first; a unit over the limit (one character that NFKC makes many tokens) stays
-        order = sorted((i for i in range(len(units)) if fits[i]), key=lambda i: -len(encoded[i].ids))
-        if self.spelling:
-            knows = load_speller().knows
+        return encoded, sorted((i for i in range(len(units)) if fits[i]), key=lambda i: -len(encoded[i].ids))
 
-        def settle(i: int, text: str) -> None:
-            with self.timings("guard"):
-                _settle(i, text)
-
-        def _settle(i: int, text: str) -> None:
-            # no edit of what the model cannot read (offsets in the unit: the prefix is not in it)
-            text = keep_unreadable(units[i], text, {k - len(prefix) for k in unreadable(self.tokenizer, encoded[i])})
-            out[i] = guard(units[i], text, self.max_edit_words)
-            self.guarded += out[i] != text
-            if self.spelling:  # the dictionary of the spelling step: no made-up words either
-                checked = real_words(units[i], out[i], knows)
-                self.unreal += checked != out[i]
-                out[i] = checked
-
-        # EdiT5: ``batch_size`` units at a time; T5: all of them through the core's ``batch_size``
-        # slots, where a finished unit's slot takes the next waiting one at once
-        known = rescoring.Known()  # the decode's own scores: rescoring reads them, no forced pass
+    def decode_units(self, units: Sequence[str], encoded: Sequence[Encoded], order: Sequence[int],
+                     progress: Callable[[int], None] | None, known: rescoring.Known) -> Iterator[tuple[int, str]]:
+        """(unit, the model's output text) for the units in ``order``: EdiT5 ``batch_size`` units at
+        a time; T5 all of them through the core's ``batch_size`` slots, where a finished unit's
+        slot takes the next waiting one at once. ``progress`` gets each unit's characters once done."""
         for batch in self._mode.batches(order, self.batch_size):
             each = progress is not None and self._mode.slotted  # progress as each unit is done
             done = (lambda k, batch=batch: progress(len(units[batch[k]]))) if each else None
-            for i, text in zip(batch, self._correct_batch([encoded[i] for i in batch], done, known)):
-                settle(i, text)
+            yield from zip(batch, self.decode([encoded[i] for i in batch], done, known))
             if progress is not None and not each:
                 progress(sum(len(units[i]) for i in batch))
-        if self.rescore:  # the output model undoes the edits it scores lower than their absence
-            with self.timings("rescore"):
-                changed = [i for i in order if out[i] != units[i]]
-                score = self.scorer(known)
-                rescored = rescoring.rescore([units[i] for i in changed], [out[i] for i in changed], score)
-                for i, text in zip(changed, rescored):
-                    out[i] = text
-        return out
 
-    def scorer(self, known: rescoring.Known | None = None) -> rescoring.Scorer:
-        """Rescoring's scorer: the output model's, as its mode gives it (``known``: a T5 decode's own
-        scores, ``rescoring.Known``)."""
-        prefix = self.prefix if self.bundle.t5 is not None else ""
-        return self._mode.scorer(self.bundle, 4 * self.batch_size, prefix, known)
-
-    @property
-    def _mode(self) -> Edit5Mode | T5Mode:
-        """How ``self.mode`` runs (``editspec.decoding.modes``)."""
-        return MODES[self.mode]
-
-    def _correct_batch(self, encoded, done: Callable[[int], None] | None = None,
-                       known: rescoring.Known | None = None) -> list[str]:
-        """The model's output text per unit; ``done(k)`` once unit k is decoded (T5 modes). With
-        ``rescore``, where the decode's scores are a forced pass's (``decoder.exact_windows``: bf16),
-        ``known`` records the decode's scores (``rescoring.Known.record``)."""
+    def decode(self, encoded: Sequence[Encoded], done: Callable[[int], None] | None = None,
+               known: rescoring.Known | None = None) -> list[str]:
+        """The model's output text per unit (the mode's ``run``, then its ``render``); ``done(k)``
+        once unit k is decoded (T5 modes). With ``rescore``, where the decode's scores are a forced
+        pass's (``decoder.exact_windows``: bf16), ``known`` records them (``rescoring.Known.record``)."""
         mode = self._mode
         if not encoded:
             return []
@@ -353,6 +344,31 @@ class Corrector:
             known.record([e.ids for e in encoded], outputs, stats, self.bundle.t5_tokenizer.eos_token_id)
         with self.timings("render"):
             return mode.render(self.bundle, encoded, outputs)
+
+    def check(self, c: Correction, encoded: Encoded) -> Correction:
+        """The checks after the model on one unit's correction (``encoded``: what the model read):
+        no edit of what it cannot read, the guard (counted in ``guarded``), and with the spelling
+        step no made-up words (counted in ``unreal``)."""
+        prefix = len(encoded.text) - len(c.input)  # offsets in the unit: the prefix is not in it
+        c = keep_unreadable(c, {k - prefix for k in unreadable(self.tokenizer, encoded)})
+        guarded = guard(c, self.max_edit_words)
+        self.guarded += guarded.output != c.output
+        if not self.spelling:
+            return guarded
+        checked = real_words(guarded, load_speller().knows)  # the spelling step's dictionary
+        self.unreal += checked.output != guarded.output
+        return checked
+
+    def scorer(self, known: rescoring.Known | None = None) -> rescoring.Scorer:
+        """Rescoring's scorer: the output model's, as its mode gives it (``known``: a T5 decode's own
+        scores, ``rescoring.Known``)."""
+        prefix = self.prefix if self.bundle.t5 is not None else ""
+        return self._mode.scorer(self.bundle, 4 * self.batch_size, prefix, known)
+
+    @property
+    def _mode(self) -> Edit5Mode | T5Mode:
+        """How ``self.mode`` runs (``editspec.decoding.modes``)."""
+        return MODES[self.mode]
 
     def _drafter(self, encoded) -> drafters.Drafter:
         """The speculative mode's drafter for ``encoded`` (``SpeculativeMode.drafter``; EdiT5's

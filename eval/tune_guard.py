@@ -28,6 +28,7 @@ from typing import Callable
 from editspec.text import segment
 from editspec.data.corpora import read_m2
 from editspec.corrector import Corrector
+from editspec.text.diff import Correction
 from editspec.text.guard import guard, real_words
 from editspec.evaluation.errant import ErrantEvaluator
 from editspec.evaluation.run import correct_all
@@ -39,11 +40,11 @@ def apply_guard(sources: list[str], spans: list[list[tuple[int, int]]], units: l
                 raw: list[str], limit: int, knows: Callable[[str], bool] | None = None) -> tuple[list[str], int]:
     """(the sources' outputs with the guard applied per unit as ``Corrector`` does, units kept);
     with ``knows`` (the spelling step's dictionary), made-up words are undone after it, likewise."""
-    kept = [guard(u, o, limit) for u, o in zip(units, raw)]
-    held = sum(k != o for k, o in zip(kept, raw))
+    kept = [guard(Correction.of(u, o), limit) for u, o in zip(units, raw)]
+    held = sum(k.output != o for k, o in zip(kept, raw))
     if knows is not None:
-        kept = [real_words(u, k, knows) for u, k in zip(units, kept)]
-    return segment.rejoin_lines(sources, spans, kept), held
+        kept = [real_words(k, knows) for k in kept]
+    return segment.rejoin_lines(sources, spans, [k.output for k in kept]), held
 
 
 def main() -> None:
@@ -73,7 +74,7 @@ def main() -> None:
         outputs, held = apply_guard(evaluator.sources, spans, units, raw, limit, knows)
         result = evaluator.score(outputs)
         scores[limit] = result.scores()
-        gold_held = sum(guard(s, t, limit) != t for s, t in gold) / max(len(gold), 1)
+        gold_held = sum(guard(Correction.of(s, t), limit).output != t for s, t in gold) / max(len(gold), 1)
         print(f"max_edit_words {limit:3d}: P {scores[limit][0]:.4f}  R {scores[limit][1]:.4f}  "
               f"F0.5 {scores[limit][2]:.4f}  TP {result.tp}  FP {result.fp}  units kept as written {held}  "
               f"gold corrections it would keep as written {gold_held:.1%}", flush=True)

@@ -139,11 +139,13 @@ def test_guard_keeps_a_sentence_whose_edit_is_too_long():
     loop = "I think that if you like a subject, you like a subject, you like a subject, you like a"
     assert [edit_size(e) for e in diff(src, fixed)] == [1]
     assert edit_size(Edit(0, 5, "a , b", "")) == 3  # punctuation marks count, spaces do not
-    assert guard(src, fixed, 4) == fixed and guard(src, src, 4) == src
-    assert guard(src, loop, 4) == src  # "hard." -> "you like a subject, you like a": 8 words
-    assert guard(src, loop, 0) == loop  # 0: no guard
+    guarded = lambda output, limit: guard(Correction.of(src, output), limit).output  # noqa: E731
+    assert guarded(fixed, 4) == fixed and guarded(src, 4) == src
+    assert guarded(loop, 4) == src  # "hard." -> "you like a subject, you like a": 8 words
+    assert guarded(loop, 0) == loop  # 0: no guard
     skipped = "I think that you have to study hard."  # "if you like a subject ," dropped: 6
-    assert guard(src, skipped, 6) == skipped and guard(src, skipped, 5) == src
+    assert guarded(skipped, 6) == skipped and guarded(skipped, 5) == src
+    assert guard(Correction.of(src, loop), 4) == Correction(src, src, [])  # none of its edits left
 
 
 def test_corrector_guards_each_unit(models, monkeypatch, tmp_path, tokenizer):
@@ -152,7 +154,7 @@ def test_corrector_guards_each_unit(models, monkeypatch, tmp_path, tokenizer):
     # (words the tiny tokenizer can read: an edit that writes an unreadable character is undone first)
     line = "She go home. I like a book."
     outputs = {"She go home.": "She goes home.", "I like a book.": "I like a book I like a book."}
-    monkeypatch.setattr(c, "_correct_batch", lambda encoded, *_: [outputs[e.text] for e in encoded])
+    monkeypatch.setattr(c, "decode", lambda encoded, *_: [outputs[e.text] for e in encoded])
     assert c.correct([line]) == ["She goes home. I like a book."] and c.guarded == 1
     c.max_edit_words = 0
     assert c.correct([line]) == ["She goes home. I like a book I like a book."] and c.guarded == 1
@@ -165,6 +167,38 @@ def test_corrector_guards_each_unit(models, monkeypatch, tmp_path, tokenizer):
     assert Corrector.from_pretrained(tmp_path / "t5", max_edit_words=0).max_edit_words == 0
     with pytest.raises(EditspecError, match="max edit words"):
         Corrector.from_pretrained(tmp_path / "t5", max_edit_words=-1)
+
+
+def test_a_round_reads_the_units_every_model_can_read_longest_first(models):
+    c = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", prefix="fix: ")
+    units = ["He go.", "She like the dogs.", "ﷺ" * 30]  # the last: NFKC makes it 120 words
+    encoded, order = c.tokenize(units)
+    assert [e.text for e in encoded] == ["fix: " + u for u in units] and order == [1, 0]
+
+
+def test_each_text_is_tokenized_once_per_call(models, monkeypatch):
+    """Segmenting's encodings serve the first round; a later round reads only the texts the one
+    before wrote (both models share one tokenizer: one encoding serves both limits)."""
+    from editspec.tokenization.tokens import Codec
+
+    seen, real = [], Codec.encode
+    monkeypatch.setattr(Codec, "encode", lambda self, texts: seen.extend(texts) or real(self, texts))
+    c = Corrector.from_pretrained(models / "bundle", device="cpu", rounds=3)
+    c.correct(LINES + ["He go home. He go home."])
+    assert seen and len(seen) == len(set(seen))
+
+
+def test_the_checks_after_the_model_undo_edits_in_turn(models):
+    """``check``: an edit of what the model cannot read goes, then the guard, then (spelling on)
+    a made-up word; each count goes up where its step undid something."""
+    c = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", max_edit_words=2, spelling=True)
+    [enc] = encode(c.tokenizer, ["Sales of beef 😀 have shown it."])
+    check = lambda output: c.check(Correction.of(enc.text, output), enc).output  # noqa: E731
+    assert check("Sales of beef have shown it.") == enc.text  # the emoji: unreadable, kept
+    assert check("Sales of beef 😀 has shown it.") == "Sales of beef 😀 has shown it."
+    assert (c.guarded, c.unreal) == (0, 0)
+    assert check("Sales of beef 😀 has shown it it it it.") == enc.text and c.guarded == 1  # 3 words in one edit
+    assert check("Sales of beingef 😀 has shown it.") == "Sales of beef 😀 has shown it." and c.unreal == 1
 
 
 def test_corrector_config_round_trips_and_rejects_bad_files(tmp_path):
@@ -188,7 +222,7 @@ def test_prefix_is_read_by_the_t5_and_not_written(models, monkeypatch):
     for mode, expected in (("t5", ["grammar: She go home.", "grammar: I like it."]), ("edit5", ["She go home.", "I like it."])):
         c = Corrector.from_pretrained(models / "bundle", mode=mode, device="cpu", prefix="grammar: ", max_length=64)
         assert c.config.prefix == "grammar: "
-        monkeypatch.setattr(c, "_correct_batch", lambda encoded, *_: seen.extend(e.text for e in encoded) or
+        monkeypatch.setattr(c, "decode", lambda encoded, *_: seen.extend(e.text for e in encoded) or
                             [e.text.removeprefix("grammar: ").replace("go", "goes") for e in encoded])
         assert c.correct(["She go home. I like it."]) == ["She goes home. I like it."]
         assert sorted(seen) == sorted(expected)
@@ -209,7 +243,7 @@ def test_rounds_correct_again_only_what_the_last_round_changed(models, monkeypat
         seen.append(sorted(e.text for e in encoded))
         return [outputs[e.text] for e in encoded]
 
-    monkeypatch.setattr(c, "_correct_batch", correct_batch)
+    monkeypatch.setattr(c, "decode", correct_batch)
     rounds = list(c.correct_rounds(["He go school.", "I like it.", "Yes."]))
     assert [r[0] for r in rounds] == ["He goes school.", "He goes to school."] + ["He goes to school."] * 2
     assert all(r[1:] == ["I like it.", "Yes."] for r in rounds) and c.guarded == 1  # guarded once
@@ -235,7 +269,7 @@ def test_corrector_respells_before_the_model_and_guards_against_the_respelled_un
         seen.extend(e.text for e in encoded)
         return [e.text.replace("I has", "I have to have") for e in encoded]  # a 3-word edit: guarded
 
-    monkeypatch.setattr(c, "_correct_batch", correct_batch)
+    monkeypatch.setattr(c, "decode", correct_batch)
     assert c.correct(["I has recieved your leter. Thanks!"]) == ["I has received your letter. Thanks!"]
     assert " ".join(seen) == "I has received your letter. Thanks!" and c.guarded == 1  # units, maybe chunks
     c.spelling = False
@@ -246,7 +280,7 @@ def test_corrector_respells_before_the_model_and_guards_against_the_respelled_un
 def test_corrector_capitalises_a_line_s_first_word_but_not_a_chunked_sentence_s_rest(models, monkeypatch):
     c = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", spelling=True, max_length=12)
     seen = []
-    monkeypatch.setattr(c, "_correct_batch", lambda encoded, *_: seen.extend(e.text for e in encoded) or
+    monkeypatch.setattr(c, "decode", lambda encoded, *_: seen.extend(e.text for e in encoded) or
                         [e.text for e in encoded])
     line = "yesterday i went to the old market near the river and there we bought some bread"
     assert c.correct([line, line]) == ["Yesterday I went" + line[len("yesterday i went"):]] * 2
@@ -264,7 +298,7 @@ def test_places_say_which_units_begin_and_end_a_line():
 def test_corrector_ends_a_long_line_but_not_its_chunks(models, monkeypatch):
     c = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", spelling=True, max_length=64)
     seen = []
-    monkeypatch.setattr(c, "_correct_batch", lambda encoded, *_: seen.extend(e.text for e in encoded) or
+    monkeypatch.setattr(c, "decode", lambda encoded, *_: seen.extend(e.text for e in encoded) or
                         [e.text for e in encoded])
     line = ("We went to the old market near the river, and there we bought some bread and cheese, "
             "then we walked back home along the river and ate all of it in the garden with friends")
@@ -273,9 +307,13 @@ def test_corrector_ends_a_long_line_but_not_its_chunks(models, monkeypatch):
     assert any(len(u.split()) >= 10 and not u.endswith(".") for u in seen)  # an earlier one long enough
 
 
-def test_real_words_undoes_the_edits_that_write_a_made_up_word():
-    from editspec.text.guard import real_words
+def real_words(source: str, output: str, knows) -> str:
+    from editspec.text.guard import real_words as check
 
+    return check(Correction.of(source, output), knows).output
+
+
+def test_real_words_undoes_the_edits_that_write_a_made_up_word():
     words = {"sales", "of", "beef", "have", "has", "shown", "he", "doesn't", "know", "a", "world", "wide",
              "thing", "life"}
     known = words.__contains__
@@ -301,7 +339,7 @@ def test_real_words_undoes_the_edits_that_write_a_made_up_word():
 @given(st.lists(st.sampled_from(["he", "is", "be", "ef", "n", "t", "'", "-", " ", ".", "zq"]), max_size=8),
        st.lists(st.sampled_from(["he", "is", "be", "ef", "n", "t", "'", "-", " ", ".", "zq"]), max_size=8))
 def test_real_words_leaves_no_made_up_word_the_source_does_not_hold(source, output):
-    from editspec.text.guard import made_up_words, real_words
+    from editspec.text.guard import made_up_words
 
     known = {"he", "is", "be", "isn't", "t", "n"}.__contains__
     source, output = "".join(source), "".join(output)
@@ -313,7 +351,7 @@ def test_real_words_leaves_no_made_up_word_the_source_does_not_hold(source, outp
 
 def test_corrector_undoes_made_up_words_with_the_spelling_step(models, monkeypatch):
     c = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", spelling=True)
-    monkeypatch.setattr(c, "_correct_batch", lambda encoded, *_: [e.text.replace("beef", "beingef").replace(
+    monkeypatch.setattr(c, "decode", lambda encoded, *_: [e.text.replace("beef", "beingef").replace(
         "have", "has") for e in encoded])
     assert c.correct(["Sales of beef have shown it."]) == ["Sales of beef has shown it."] and c.unreal == 1
     c.spelling = False  # the dictionary is the spelling step's: without it, the model's word stays
@@ -328,7 +366,7 @@ def test_corrector_rescores_after_the_guard_with_the_output_model(models, monkey
     outputs = {"He go to home.": "He goes to the home.", "I like it.": "I like it I like it I like it.", "Yes.": "Yes."}
     for mode, kind in (("t5", "t5"), ("speculative", "t5"), ("edit5", "edit5")):
         c = Corrector.from_pretrained(models / "bundle", mode=mode, device="cpu", max_edit_words=3, rescore=True)
-        monkeypatch.setattr(c, "_correct_batch", lambda encoded, *_: [outputs[e.text] for e in encoded])
+        monkeypatch.setattr(c, "decode", lambda encoded, *_: [outputs[e.text] for e in encoded])
         scored = []
 
         def fake_scorer(model, tok, batch_size, *_):

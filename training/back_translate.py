@@ -48,7 +48,7 @@ from editspec.decoding import core
 from editspec.modeling import t5
 from editspec.data.corpora import data_dir
 from editspec.files import atomic_output
-from editspec.text.diff import Edit, apply, diff
+from editspec.text.diff import Correction, Edit, apply, diff
 from editspec.text.guard import guard
 from editspec.text.spelling import load_speller
 from editspec.tokenization.tokens import encode, render_ids
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> None:
                 with atomic_output(str(part)) as f:
                     f.write(json.dumps(stored).encode())
             for s, t in zip(stored["source"], stored["target"]):
-                if guard(t, s, args.max_edit_words) != s:  # the error model lost its place
+                if guard(Correction.of(t, s), args.max_edit_words).output != s:  # the error model lost its place
                     continue
                 source = learner_errors(t, s, knows)
                 if source != t or not args.changed_only:

@@ -7,7 +7,7 @@ the model that wrote the output, in teacher-forced passes over the variants (bat
 
     source     "I am 20 years old and I like play football."
     output     "I am 20 the years old and I like to play football."     (a greedy EdiT5 output)
-    edits      (8, 8) "" -> "the ",  (28, 28) "" -> " to"              (``corrector.diff``)
+    edits      (8, 8) "" -> "the ",  (28, 28) "" -> " to"              (the unit's ``Correction``)
     variants   the output, and the output with each edit undone (all the others kept):
                "I am 20 the years old and I like to play football."    log P = s
                "I am 20 years old and I like to play football."        log P = s1 (no "the")
@@ -39,7 +39,7 @@ from editspec.decoding import core
 from editspec.decoding.decoder import Decoders
 from editspec.modeling.features import collate_edit5, edit5_features_batch, t5_features_batch
 from editspec.modeling.tensors import pad
-from editspec.text.diff import apply, diff
+from editspec.text.diff import Correction, apply
 
 # log P(target | source) for each (source, target) row, or None where the model cannot score it
 Scorer = Callable[[Sequence[str], Sequence[str]], list[float | None]]
@@ -85,31 +85,29 @@ class Known:
 GROUP = 4096
 
 
-def rescore(sources: Sequence[str], outputs: Sequence[str], score: Scorer, group: int = GROUP) -> list[str]:
-    """``outputs`` with each edit (``diff(source, output)``) undone whose undoing ``score`` rates
-    higher than the output; an output ``score`` cannot rate stays as it is. ``score`` is called
-    on about ``group`` variants at a time."""
-    result = list(outputs)
+def rescore(changes: Sequence[Correction], score: Scorer, group: int = GROUP) -> list[Correction]:
+    """``changes`` with each edit undone whose undoing ``score`` rates higher than the output; an
+    output ``score`` cannot rate stays as it is. ``score`` is called on about ``group`` variants
+    at a time."""
+    result = list(changes)
     rows: tuple[list[str], list[str]] = ([], [])
-    plan = []  # (unit, its edits, first row)
+    plan = []  # (unit, first row)
 
     def flush() -> None:
         scores = score(*rows) if rows[1] else []
-        for i, edits, at in plan:
+        for i, at in plan:
+            edits = changes[i].edits
             full, undone = scores[at], scores[at + 1:at + 1 + len(edits)]
             if full is None or None in undone:
                 continue
-            kept = [e for e, s in zip(edits, undone) if full >= s]
-            if len(kept) < len(edits):
-                result[i] = apply(sources[i], kept)
+            result[i] = changes[i].keep([e for e, s in zip(edits, undone) if full >= s])
         rows[0].clear(), rows[1].clear(), plan.clear()
 
-    for i, (source, output) in enumerate(zip(sources, outputs)):
-        edits = diff(source, output)
-        if edits:
-            plan.append((i, edits, len(rows[1])))
-            variants = [output] + [apply(source, edits[:k] + edits[k + 1:]) for k in range(len(edits))]
-            rows[0].extend([source] * len(variants))
+    for i, c in enumerate(changes):
+        if c.edits:
+            plan.append((i, len(rows[1])))
+            variants = [c.output] + [apply(c.input, c.edits[:k] + c.edits[k + 1:]) for k in range(len(c.edits))]
+            rows[0].extend([c.input] * len(variants))
             rows[1].extend(variants)
             if len(rows[1]) >= group:
                 flush()

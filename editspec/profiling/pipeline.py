@@ -3,7 +3,7 @@
 ``profile_pipeline(corrector, lines)`` corrects ``lines`` with ``Corrector.correct_detailed``
 (the path of ``editspec correct``: no copy of it here) after ``warmup`` untimed lines, with a
 ``timing.Timings`` as the corrector's ``timings``: the corrector names its own text steps
-(segment, spelling, tokenize, decode, render, guard, rescore, rejoin, diff) and times its drafter
+(segment, spelling, tokenize, decode, render, edits, guard, rescore, rejoin, diff) and times its drafter
 (``draft``: ``drafters.TimedDrafter``), and ``attach`` adds the model parts by hooks, without
 changing the code that is timed:
 
@@ -25,8 +25,8 @@ from editspec.corrector import Corrector
 from editspec.timing import OFF, Timings
 
 # the report's row order: the pipeline's order
-STEPS = ("segment", "spelling", "tokenize", "encoder", "decoder", "draft", "decode", "edit5", "render", "guard",
-         "rescore", "rejoin", "diff", "other")
+STEPS = ("segment", "spelling", "tokenize", "encoder", "decoder", "draft", "decode", "edit5", "render", "edits",
+         "guard", "rescore", "rejoin", "diff", "other")
 
 
 def attach(corrector: Corrector, timings: Timings) -> Callable[[], None]:
@@ -107,6 +107,7 @@ def markdown(p: dict) -> list[str]:
               f"{100 * p['later_rounds_ms'] / p['wall_ms'] if p['wall_ms'] else 0:.1f}% | | |", "",
               "encoder: the encoder passes (T5's, and a separate EdiT5's); decoder: the decoding core's decoder "
               "passes; draft: the drafter (EdiT5's heads, copy/n-gram lookups); decode: the rest of the core "
-              "(slots, argmax, bookkeeping); edit5: EdiT5's heads in edit5 mode; guard: the guard and the "
-              "made-up-words check; other: outside the named steps.", ""]
+              "(slots, argmax, bookkeeping); edit5: EdiT5's heads in edit5 mode; edits: each changed unit's diff; "
+              "guard: the checks after the model (unreadable characters, the guard, made-up words); "
+              "other: outside the named steps.", ""]
     return lines

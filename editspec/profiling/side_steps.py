@@ -26,6 +26,7 @@ from editspec.corrector import Corrector
 from editspec.decoding.modes import MODES
 from editspec.decoding.rescoring import rescore
 from editspec.profiling.stats import summary
+from editspec.text.diff import Correction
 from editspec.text.guard import real_words
 from editspec.text.spelling import load_speller, respell_all
 
@@ -61,19 +62,20 @@ def time_rescoring(corrector: Corrector, sources: Sequence[str], warmup: int) ->
         plain = Corrector(corrector.bundle.only(kind), CorrectorConfig(kind, max_edit_words=corrector.max_edit_words))
         outputs = plain.correct(units)
         score = MODES[kind].scorer(plain.bundle, prefix=corrector.prefix)  # the edit5 mode reads no prefix
-        for unit, output in zip(units[:warmup], outputs[:warmup]):
-            rescore([unit], [output], score)
+        changes = [Correction.of(unit, output) for unit, output in zip(units, outputs)]  # as the corrector has them
+        for c in changes[:warmup]:
+            rescore([c], score)
         times = []
-        for unit, output in zip(units, outputs):
+        for c in changes:
             start = time.perf_counter()
-            rescore([unit], [output], score)
+            rescore([c], score)
             times.append((time.perf_counter() - start) * 1e3)
         timed[kind] = {**summary(times), "changed": sum(o != u for o, u in zip(outputs, units))}
         if corrector.spelling:
             times = []
-            for unit, output in zip(units, outputs):
+            for c in changes:
                 start = time.perf_counter()
-                real_words(unit, output, knows)
+                real_words(c, knows)
                 times.append((time.perf_counter() - start) * 1e3)
             timed[kind]["real_words"] = summary(times)
     return timed

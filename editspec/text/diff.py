@@ -44,9 +44,26 @@ class Edit:
 
 @dataclass(frozen=True)
 class Correction:
+    """A text, its correction, and the edits between them (``diff``): a line's (``Corrector.
+    correct_detailed``), or a unit's, which the steps after the model pass along, each undoing the
+    edits it judges wrong (``keep``)."""
+
     input: str
     output: str
     edits: list[Edit] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, text: str, output: str) -> Correction:
+        """``text`` and its ``output``, with the edits between them."""
+        return cls(text, output, diff(text, output))
+
+    def keep(self, edits: Sequence[Edit]) -> Correction:
+        """This correction with only ``edits`` (some of its own, in order) made. The edits of what
+        is left are found again: a longest common subsequence of the input and the text in between
+        need not pair them as the subset did (an edit left can meet its neighbour's)."""
+        if len(edits) == len(self.edits):
+            return self
+        return Correction.of(self.input, apply(self.input, edits))
 
     def as_dict(self) -> dict:
         return {"input": self.input, "output": self.output, "edits": [asdict(e) for e in self.edits]}

@@ -1,4 +1,5 @@
-"""Checks on a model's output that undo its edits: the guard and the made-up-word check.
+"""Checks on a model's output that undo its edits: the guard and the made-up-word check, each
+taking a unit's ``Correction`` (its edits found once) and giving what it leaves of it.
 
     guard       "I like it and a lot , but I think that and a lot , but I think that ..." (a model
                 that lost its place): one edit rewrites more than ``max_edit_words`` words, so the
@@ -16,21 +17,20 @@ from __future__ import annotations
 import re
 from typing import Callable, Collection
 
-from editspec.text.diff import apply, diff, edit_size, output_starts
+from editspec.text.diff import Correction, edit_size, output_starts
 
 
-def guard(source: str, output: str, max_edit_words: int) -> str:
-    """``output``, or ``source`` when one edit of ``diff(source, output)`` spans more than
-    ``max_edit_words`` words (0: no guard).
+def guard(c: Correction, max_edit_words: int) -> Correction:
+    """``c``, or none of its edits when one spans more than ``max_edit_words`` words (0: no guard).
 
     A small seq2seq model that loses its place in a sentence repeats a phrase until the length
     limit or skips half the sentence; the rest of such an output is unreliable too, so the
     whole sentence is kept as written. The limit is chosen on FCE dev by ``eval/tune_guard.py``
     and stored with the model; reports/models.md ("The guard") has what it does to the shipped T5's scores.
     """
-    if max_edit_words and any(edit_size(e) > max_edit_words for e in diff(source, output)):
-        return source
-    return output
+    if max_edit_words and any(edit_size(e) > max_edit_words for e in c.edits):
+        return c.keep([])
+    return c
 
 
 # ASCII letters, joined by apostrophes or hyphens, touching no other letter, digit, apostrophe or
@@ -39,9 +39,9 @@ LETTER_WORD = re.compile(r"(?<![\w'’-])[A-Za-z]+(?:['’-][A-Za-z]+)*['’]?(?
 POSSESSIVE = re.compile(r"'s?$")
 
 
-def real_words(source: str, output: str, knows: Callable[[str], bool]) -> str:
-    """``output`` with each edit of ``diff(source, output)`` undone that writes a word which
-    ``source`` does not hold and ``knows`` does not know ("beef" -> "beingef", "Candide" -> "Canide").
+def real_words(c: Correction, knows: Callable[[str], bool]) -> Correction:
+    """``c`` with each edit undone that writes a word which its input does not hold and ``knows``
+    does not know ("beef" -> "beingef", "Candide" -> "Canide").
 
     A small model builds words from sub-word pieces and now and then glues a wrong piece to a
     right one; none of the shipped models' edits that wrote such a word was right on W&I dev, FCE
@@ -50,19 +50,18 @@ def real_words(source: str, output: str, knows: Callable[[str], bool]) -> str:
     judged by the whole; one ``knows`` does not know whole is judged by its parts without a
     possessive ("Canide's" -> "Canide", "worldold-wide" -> "worldold", "wide").
     """
-    unknown = made_up_words(source, output, knows)  # most outputs have none: no diff to make
+    unknown = made_up_words(c.input, c.output, knows)  # most outputs have none
     if not unknown:
-        return output
-    edits = diff(source, output)
+        return c
     kept = []
-    for e, start in zip(edits, output_starts(edits)):
+    for e, start in zip(c.edits, output_starts(c.edits)):
         end = start + len(e.correction)
         if not any(a <= end and b >= start for a, b in unknown):  # a word the edit wrote or touches
             kept.append(e)
-    if len(kept) == len(edits):
-        return output
+    if len(kept) == len(c.edits):
+        return c
     # the edits left can meet in a new made-up word ("is" + "'t"): judge again (fewer edits each time)
-    return real_words(source, apply(source, kept), knows)
+    return real_words(c.keep(kept), knows)
 
 
 def made_up_words(source: str, text: str, knows: Callable[[str], bool]) -> list[tuple[int, int]]:
@@ -87,21 +86,18 @@ def _parts(word: str) -> list[str]:
     return [p for p in POSSESSIVE.sub("", _lower(word)).split("-") if p]
 
 
-def keep_unreadable(source: str, output: str, unreadable: Collection[int]) -> str:
-    """``output`` with each edit of ``diff(source, output)`` undone that deletes or rewrites a
-    character at an offset in ``unreadable`` (``tokens.unreadable``: characters the model reads as
-    <unk> or as a plain space) or writes one of those characters, or that only inserts whitespace.
+def keep_unreadable(c: Correction, unreadable: Collection[int]) -> Correction:
+    """``c`` with each edit undone that deletes or rewrites a character of its input at an offset
+    in ``unreadable`` (``tokens.unreadable``: characters the model reads as <unk> or as a plain
+    space) or writes one of those characters, or that only inserts whitespace.
 
     A model cannot see such characters, so it cannot mean to change them: a T5 deletes parts of
     words of other scripts and emoji, and writes runs of spaces where it loses its place. The
     edit is the whole ``diff`` unit, so a word with one unknown character is never rewritten.
     """
-    if source == output:
-        return output
-    edits = diff(source, output)
+    source = c.input
     unseen = {source[k] for k in unreadable if 0 <= k < len(source)}
     # nor writes one elsewhere (a deleted word's CR moved to another place is then there twice)
-    kept = [e for e in edits if not (any(k in unreadable for k in range(e.start, e.end)) or
-                                     unseen.intersection(e.correction) or
-                                     (not e.original.strip() and e.correction.isspace()))]
-    return output if len(kept) == len(edits) else apply(source, kept)
+    return c.keep([e for e in c.edits if not (any(k in unreadable for k in range(e.start, e.end)) or
+                                              unseen.intersection(e.correction) or
+                                              (not e.original.strip() and e.correction.isspace()))])

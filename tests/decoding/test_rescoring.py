@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from editspec.decoding import core, decoder, drafters
-from editspec.decoding.rescoring import Known, rescore, t5_scorer
+from editspec.decoding.rescoring import Known, t5_scorer
 from editspec.text.diff import diff
 from editspec.tokenization.tokens import encode
-from tests.helpers import random_batch, random_t5
+from tests.helpers import random_batch, random_t5, rescored
 
 SOURCE = "I am 20 years old and I like play football."
 OUTPUT = "I am 20 the years old and I like to play football."
@@ -26,15 +26,15 @@ def test_docstring_example():
         seen.extend(zip(sources, targets))
         return [scores[t] for t in targets]
 
-    assert rescore([SOURCE, "Yes."], [OUTPUT, "Yes."], score) == [NO_THE, "Yes."]
+    assert rescored([SOURCE, "Yes."], [OUTPUT, "Yes."], score) == [NO_THE, "Yes."]
     assert seen == [(SOURCE, OUTPUT), (SOURCE, NO_THE), (SOURCE, NO_TO)]  # unchanged units cost nothing
 
 
 def test_ties_keep_and_an_unscored_unit_stays():
-    assert rescore([SOURCE], [OUTPUT], lambda s, t: [0.0] * len(t)) == [OUTPUT]  # s >= s_k keeps
-    assert rescore([SOURCE], [OUTPUT], lambda s, t: [None] + [1.0] * (len(t) - 1)) == [OUTPUT]
-    assert rescore([SOURCE], [OUTPUT], lambda s, t: [-1.0] + [0.0] * (len(t) - 1)) == [SOURCE]  # both go
-    assert rescore([], [], lambda s, t: 1 / 0) == []
+    assert rescored([SOURCE], [OUTPUT], lambda s, t: [0.0] * len(t)) == [OUTPUT]  # s >= s_k keeps
+    assert rescored([SOURCE], [OUTPUT], lambda s, t: [None] + [1.0] * (len(t) - 1)) == [OUTPUT]
+    assert rescored([SOURCE], [OUTPUT], lambda s, t: [-1.0] + [0.0] * (len(t) - 1)) == [SOURCE]  # both go
+    assert rescored([], [], lambda s, t: 1 / 0) == []
 
 
 def test_variants_are_scored_a_group_at_a_time():
@@ -48,10 +48,10 @@ def test_variants_are_scored_a_group_at_a_time():
         return [scores[t] for t in targets]
 
     sources, outputs = [SOURCE, "Yes.", SOURCE, "Yes."] * 5, [OUTPUT, "Yes!", NO_TO, "Yes."] * 5
-    whole = rescore(sources, outputs, score)
+    whole = rescored(sources, outputs, score)
     assert calls == [35] and whole == [NO_THE, "Yes!", SOURCE, "Yes."] * 5
     calls.clear()
-    assert rescore(sources, outputs, score, group=4) == whole
+    assert rescored(sources, outputs, score, group=4) == whole
     assert max(calls) <= 4 + 2 and sum(calls) == 35 and len(calls) > 5
 
 
@@ -129,9 +129,9 @@ def test_the_t5_scorer_reads_known_scores_instead_of_a_forced_pass(tokenizer, mo
     forced = []
     real = core.score
 
-    def spy(model, sources, targets, slots, widths, given=None):
+    def spy(model, sources, targets, slots, widths, given=None, decoders=None):
         forced.extend(zip(sources, targets, [widths] * len(targets)))
-        return real(model, sources, targets, slots, widths, given)
+        return real(model, sources, targets, slots, widths, given, decoders)
 
     monkeypatch.setattr(core, "score", spy)
     eos = tokenizer.eos_token_id
@@ -148,9 +148,9 @@ def test_an_overfitted_t5_keeps_its_right_edits_and_undoes_a_wrong_one(tokenizer
     score = t5_scorer(model, tokenizer, batch_size=5)
     changed = [(s, t) for s, t in zip(sources, targets) if s != t]
     assert len(changed) >= 12
-    assert rescore([s for s, _ in changed], [t for _, t in changed], score) == [t for _, t in changed]
+    assert rescored([s for s, _ in changed], [t for _, t in changed], score) == [t for _, t in changed]
     # the target with a word the training pairs never had, away from the right edits
     wrong = [t.replace(" ", " very ", 1) for _, t in changed]
     apart = [k for k, (s, _) in enumerate(changed) if len(diff(s, wrong[k])) == len(diff(s, changed[k][1])) + 1]
     assert len(apart) >= 4
-    assert rescore([changed[k][0] for k in apart], [wrong[k] for k in apart], score) == [changed[k][1] for k in apart]
+    assert rescored([changed[k][0] for k in apart], [wrong[k] for k in apart], score) == [changed[k][1] for k in apart]

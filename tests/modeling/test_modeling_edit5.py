@@ -299,20 +299,21 @@ def test_log_likelihood_sums_what_the_losses_average(tokenizer):
 
 def test_rescoring_keeps_the_learned_edits_and_undoes_a_wrong_one(tokenizer, trained):
     from editspec.text.diff import diff
-    from editspec.decoding.rescoring import edit5_scorer, rescore
+    from editspec.decoding.rescoring import edit5_scorer
+    from tests.helpers import rescored
 
     model, data, _, _ = trained
     score = edit5_scorer(model, tokenizer, batch_size=6)
     changed = [(s, t) for s, t in data if s != t]
     assert len(changed) >= 12
-    assert rescore([s for s, _ in changed], [t for _, t in changed], score) == [t for _, t in changed]
+    assert rescored([s for s, _ in changed], [t for _, t in changed], score) == [t for _, t in changed]
     wrong = [t.replace(" ", " very ", 1) for _, t in changed]  # a word no pair inserts
     apart = [k for k, (s, t) in enumerate(changed) if len(diff(s, wrong[k])) == len(diff(s, t)) + 1]
     assert len(apart) >= 4
-    rescored = rescore([changed[k][0] for k in apart], [wrong[k] for k in apart], score)
-    assert not any("very" in r for r in rescored)
+    outputs = rescored([changed[k][0] for k in apart], [wrong[k] for k in apart], score)
+    assert not any("very" in r for r in outputs)
     # each edit is judged beside the others: after an unseen "very" the model may doubt a right one
-    assert sum(r == changed[k][1] for r, k in zip(rescored, apart)) >= len(apart) / 2
+    assert sum(r == changed[k][1] for r, k in zip(outputs, apart)) >= len(apart) / 2
 
 
 def test_marker_gap_starts_as_the_pointed_checkpoint_and_learns(tokenizer, tmp_path):

@@ -64,3 +64,20 @@ def test_output_starts_place_each_edit_in_the_output():
     edits = diff(source, target)
     assert [target[a:a + len(e.correction)] for e, a in zip(edits, output_starts(edits))] == \
         [e.correction for e in edits]
+
+
+def test_a_correction_keeps_some_of_its_edits():
+    """``Correction.keep`` makes only the edits given (the text in between), and finds the edits of
+    what is left again: the steps after the model pass a unit's correction along so."""
+    from editspec.text.diff import Correction
+
+    c = Correction.of("He go to school every days.", "He goes to the school every day.")
+    assert [e.correction for e in c.edits] == ["goes", "the ", "day"]
+    assert c.keep(c.edits) is c
+    first = c.keep(c.edits[:1])
+    assert first.output == "He goes to school every days." and first.edits == c.edits[:1]
+    assert c.keep([]) == Correction(c.input, c.input, [])
+    # the edits left can pair up otherwise in the text in between: its edits are its own diff
+    three = Correction.of("bc .", "b cc .a")
+    kept = three.keep(three.edits[:2])
+    assert kept.output == "b cc ." and kept.edits == diff("bc .", "b cc .") != three.edits[:2]

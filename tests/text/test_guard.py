@@ -1,12 +1,13 @@
 """keep_unreadable (editspec/text/guard.py): no model edit of characters it cannot read, no
 whitespace-only insertions."""
 
+from editspec.text.diff import Correction
 from editspec.text.guard import keep_unreadable
 from editspec.tokenization.tokens import encode, unreadable
 
 
 def check(tok, source: str, output: str) -> str:
-    return keep_unreadable(source, output, unreadable(tok, encode(tok, [source])[0]))
+    return keep_unreadable(Correction.of(source, output), unreadable(tok, encode(tok, [source])[0])).output
 
 
 def test_words_with_unknown_characters_are_never_rewritten(tokenizer):

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from editspec.text.diff import Correction
 from editspec.text.guard import guard
 from editspec.text.spelling import load_speller
 from training import back_translate
@@ -40,7 +41,7 @@ def test_back_translate_pairs_sampled_sentences_with_the_clean_ones_reproducibly
     assert run(tmp_path / "c", "--max-edit-words", "0", "--seed", "1")[1] != samples
     assert run(tmp_path / "b", "--max-edit-words", "0", "--seed", "1")[1] != samples  # stored samples of seed 0 redrawn
     (guarded, kept), _ = run(tmp_path / "d", "--max-edit-words", "3")
-    within = [(back_translate.learner_errors(t, s, knows), t) for s, t in zip(samples, target) if guard(t, s, 3) == s]
+    within = [(back_translate.learner_errors(t, s, knows), t) for s, t in zip(samples, target) if guard(Correction.of(t, s), 3).output == s]
     assert len(within) < 3 and list(zip(guarded, kept)) == within
     (changed, changed_target), _ = run(tmp_path / "e", "--max-edit-words", "0", "--changed-only")
     assert changed and list(zip(changed, changed_target)) == [(s, t) for s, t in zip(source, target) if s != t]

@@ -536,7 +536,7 @@ def test_dev_scoring_decodes_as_the_corrector(tokenizer):
         with mock.patch("training.dev.DECODE_ROWS", 3):
             got = correct_fn_for(model, models.ModelKind(kind), tokenizer, 30)(sources)
         # the corrector's model output, before the steps after it (``keep_unreadable``, the guard)
-        assert got[:-1] == corrector._correct_batch(encode(tokenizer, sources[:-1])) and got[-1] == sources[-1]
+        assert got[:-1] == corrector.decode(encode(tokenizer, sources[:-1])) and got[-1] == sources[-1]
         assert all(g != s for g, s in zip(got[:-1], sources)), kind  # random models rewrite
 
 
