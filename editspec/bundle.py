@@ -10,7 +10,7 @@
                                            kept for the next process (``decoding.measured``)
 
 The corrector (and so the server and Ray's actors), ``editspec profile``'s ``Profiler`` and
-training's dev scoring (the model being trained, alone) run the modes of ``editspec.decoding.modes``
+training's dev scoring (the model being trained, alone) run the modes of ``editspec.decoding.runners``
 on a bundle; nothing about the models is kept anywhere else (a tokenizer's ``Codec`` is kept on
 the tokenizer, ``tokenization.tokens``).
 """

@@ -1,7 +1,7 @@
 """Where editspec keeps what it derives once and reuses: ``$EDITSPEC_CACHE``, else
 ``$XDG_CACHE_HOME/editspec``, else ``~/.cache/editspec``.
 
-    spelling/   the spelling step's dictionaries as one index, built once (``editspec.text.lexicon``)
+    spelling/   the spelling step's dictionaries as one index, built once (``editspec.pre.lexicon``)
     ct2/        CTranslate2 conversions of a T5 (``editspec.profiling.ct2``)
 
 Everything here can be deleted at any time: it is derived again on the next use.

@@ -34,7 +34,7 @@ class CorrectorConfig:
 
     mode            edit5, t5 or speculative; None: speculative when both models are there
     max_edit_words  the guard: a unit whose output rewrites more words in one edit is kept as
-                    written (``editspec.text.guard``); 0: no guard
+                    written (``editspec.post.checks``); 0: no guard
     rounds          correct again what the round before changed, up to this many rounds
     spelling        the dictionary step before the model and the made-up-word check after it
     rescore         keep an edit only if the output model scores the output at least as high

@@ -14,13 +14,13 @@ What happens to a line, step by step (each a function or method, ``correct`` and
                                                            ``segment.segment_lines``)
     spelling   with ``spelling`` on, words no dictionary holds are respelled (or split: "infront"),
                capitals restored ("i", names, sentence starts) and a long last sentence given its
-               full stop (``editspec.text.spelling``)
+               full stop (``editspec.pre.spelling``)
     -- each round (``correct_round``): --
     tokenize   each unit's ids, once (segmenting's encodings serve the first round), and the
                units every model can read whole, longest first (``tokenize``)
     decode     all units, ``batch_size`` at a time (T5 and speculative: ``batch_size`` slots of the
                decoding core; a finished unit's slot takes the next waiting unit at once), by the
-               mode (``decode``; ``editspec.decoding.modes``):
+               mode (``decode``; ``editspec.decoding.runners``):
                edit5        tags, pointers, insertions -> realize_aligned -> render
                t5           greedy ids -> render_ids (aligned to the source)
                speculative  T5 greedy ids, drafted by EdiT5 or by the source, whichever has
@@ -42,7 +42,7 @@ What happens to a line, step by step (each a function or method, ``correct`` and
 Each step above runs inside ``self.timings(step)``: ``OFF`` (nothing) unless ``editspec profile
 --pipeline`` sets a ``timing.Timings``, which then holds each step's share of the wall time.
 
-Rendering copies every kept token's characters from the input (``editspec.tokens``), so emoji,
+Rendering copies every kept token's characters from the input (``editspec.tokenization.tokens``), so emoji,
 CJK, tabs, unusual spaces survive wherever the model does not edit them.
 
 Models: a bundle directory holds ``edit5/`` and/or ``t5/`` (and ``t5-draft/``, a small T5 that
@@ -66,14 +66,15 @@ from editspec.bundle import KINDS, Bundle
 from editspec.config import CorrectorConfig
 from editspec.decoding import drafters, rescoring, window
 from editspec.decoding.decoder import exact_windows
-from editspec.decoding.modes import MODES, Edit5Mode, T5Mode
+from editspec.decoding.runners import RUNNERS, Edit5Runner, T5Runner
 from editspec.errors import EditspecError
 from editspec.modeling import loading
 from editspec.modeling.loading import resolve_models, trained_length
-from editspec.text import error_types, segment
-from editspec.text.diff import Correction
-from editspec.text.guard import guard, keep_unreadable, real_words
-from editspec.text.spelling import load_speller, respell_all
+from editspec.post import error_types
+from editspec.pre import segment
+from editspec.post.diff import Correction
+from editspec.post.checks import guard, keep_unreadable, real_words
+from editspec.pre.spelling import load_speller, respell_all
 from editspec.timing import OFF
 from editspec.tokenization.tokens import Encoded, encode, unreadable
 
@@ -95,12 +96,12 @@ class Corrector:
             raise EditspecError("batch size must be at least 1")
         mode = config.mode or ("speculative" if bundle.edit5 is not None and bundle.t5 is not None
                                else "edit5" if bundle.edit5 is not None else "t5")
-        need = MODES[mode].mode.needs
+        need = RUNNERS[mode].mode.needs
         missing = [k for k in need if getattr(bundle, k) is None]
         if missing:
             raise EditspecError(f"mode {mode} needs {' and '.join(need)} model(s); "
                                 f"missing: {', '.join(missing)}")
-        uses = MODES[mode].mode.uses
+        uses = RUNNERS[mode].mode.uses
         self.bundle = bundle if all(getattr(bundle, k) is None for k in KINDS if k not in uses) else bundle.only(*uses)
         self.mode, self.batch_size = mode, batch_size
         self.max_edit_words, self.rounds, self.spelling = config.max_edit_words, config.rounds, config.spelling
@@ -172,12 +173,12 @@ class Corrector:
             prefix=prefix)
         mode = config.mode or ("speculative" if edit5_path and t5_path else "edit5" if edit5_path else "t5")
         paths = {"edit5": edit5_path, "t5": t5_path}
-        for kind in MODES[mode].mode.needs:
+        for kind in RUNNERS[mode].mode.needs:
             if paths[kind] is None:
                 where = model if model is not None else loading.DEFAULT_MODEL
                 raise EditspecError(f"mode {mode} needs {'an EdiT5' if kind == 'edit5' else 'a T5'} "
                                     f"model, and {where} has none (pass --{kind} DIR)")
-        bundle = Bundle.load(edit5_path, t5_path, MODES[mode].mode.uses, device, dtype, quantize)
+        bundle = Bundle.load(edit5_path, t5_path, RUNNERS[mode].mode.uses, device, dtype, quantize)
         return cls(bundle, config.replace(mode=mode), batch_size=batch_size, max_length=max_length)
 
     @property
@@ -366,12 +367,12 @@ class Corrector:
         return self._mode.scorer(self.bundle, 4 * self.batch_size, prefix, known)
 
     @property
-    def _mode(self) -> Edit5Mode | T5Mode:
-        """How ``self.mode`` runs (``editspec.decoding.modes``)."""
-        return MODES[self.mode]
+    def _mode(self) -> Edit5Runner | T5Runner:
+        """How ``self.mode`` runs (``editspec.decoding.runners``)."""
+        return RUNNERS[self.mode]
 
     def _drafter(self, encoded) -> drafters.Drafter:
-        """The speculative mode's drafter for ``encoded`` (``SpeculativeMode.drafter``; EdiT5's
+        """The speculative mode's drafter for ``encoded`` (``SpeculativeRunner.drafter``; EdiT5's
         output or the source, whichever has decoded this corrector's sentences faster), timed as
         ``draft`` when ``timings`` are on (EdiT5 with another vocabulary drafts here, before decoding)."""
         with self.timings("draft"):

@@ -2,7 +2,7 @@
 
 A mode's data lives here, torch-free, so that ``CorrectorConfig`` and the CLI check ``--mode`` (and
 ``editspec profile`` its ``--modes``) before torch loads. How a mode runs is one object holding its
-``Mode``: the corrector's in ``editspec.decoding.modes``, the profiler's in
+``Mode``: the corrector's in ``editspec.decoding.runners``, the profiler's in
 ``editspec.profiling.timed``; their tables by name are built from those objects::
 
     mode                 needs            corrector  what it runs

@@ -1,5 +1,5 @@
 """Whether the spelling step respells alike from its on-disk index and from symspellpy's
-dictionaries built in memory (``editspec.text.lexicon``), on every line of a set::
+dictionaries built in memory (``editspec.pre.lexicon``), on every line of a set::
 
     python -m eval.check_lexicon --m2 ../shared/data/wi_locness/ABCN.dev.gold.bea19.m2
     4384 lines, 0 respelled differently
@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from editspec.profiling.data import read_data
-from editspec.text.spelling import Speller
+from editspec.profiling.sentences import read_data
+from editspec.pre.spelling import Speller
 
 
 def main() -> int:

@@ -1,4 +1,4 @@
-"""Whether ``editspec.text.sentencizer`` finds the sentences spaCy's blank English pipeline and
+"""Whether ``editspec.pre.sentencizer`` finds the sentences spaCy's blank English pipeline and
 sentencizer find, on every line of a set (and on paragraphs of its lines joined five at a time)::
 
     python -m eval.check_sentences --m2 ../shared/data/wi_locness/ABCN.dev.gold.bea19.m2
@@ -14,8 +14,8 @@ import sys
 
 import spacy
 
-from editspec.profiling.data import read_data
-from editspec.text.sentencizer import load
+from editspec.profiling.sentences import read_data
+from editspec.pre.sentencizer import load
 
 
 def main() -> int:

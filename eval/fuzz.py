@@ -36,7 +36,7 @@ from typing import Callable, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 from editspec.corrector import Corrector  # noqa: E402
-from editspec.text.diff import apply  # noqa: E402
+from editspec.post.diff import apply  # noqa: E402
 from editspec.tokenization.tokens import encode, unreadable  # noqa: E402
 
 SUBJECTS = ["I", "She", "He", "We", "They", "My friend", "The teacher", "Everyone", "People"]

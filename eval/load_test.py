@@ -35,7 +35,7 @@ import numpy as np
 
 from editspec.corrector import Corrector
 from editspec.data.m2 import read_blocks, source_tokens
-from editspec.text.tokenized import detokenize
+from editspec.data.tokenized import detokenize
 
 WI_DEV = Path(__file__).resolve().parents[1].parent / "shared/data/wi_locness/ABCN.dev.gold.bea19.m2"
 

@@ -41,7 +41,7 @@ from pathlib import Path
 from editspec.data.corpora import data_dir
 from editspec.data.m2 import read_blocks, source_tokens
 from editspec.tables import BLOCK_ROWS
-from editspec.text.tokenized import detokenize
+from editspec.data.tokenized import detokenize
 
 CONFIGS = {
     "local-1t": ["--threads", "1"],
@@ -73,7 +73,7 @@ class Unchanged:
     """A corrector that returns every text as it is: the driver's own cost, without a model."""
 
     def correct_detailed(self, texts, progress=None, types=False):
-        from editspec.text.diff import Correction
+        from editspec.post.diff import Correction
 
         return [Correction(t, t, []) for t in texts]
 

@@ -46,7 +46,7 @@ for set in wi_dev fce_test conll2013 jfleg_dev; do
   "$PYTHON" - "${args[1]}" > "$OUT/$set.identity.txt" <<'PY'
 import sys
 from editspec.data.m2 import read_blocks, source_tokens
-from editspec.text.tokenized import detokenize
+from editspec.data.tokenized import detokenize
 path = sys.argv[1]
 tokens = ([line.split() for line in open(path, encoding="utf-8")] if not path.endswith(".m2")
           else [source_tokens(b) for b in read_blocks(path)])

@@ -19,7 +19,7 @@ import json
 
 from editspec.errors import EditspecError
 from editspec.evaluation.errant import ErrantEvaluator
-from editspec.evaluation.run import read_lines
+from editspec.evaluation.whole_set import read_lines
 from editspec.evaluation.stats import paired_bootstrap
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from editspec.corrector import Corrector
 from editspec.evaluation.errant import ErrantEvaluator, ErrantResult
-from editspec.evaluation.run import evaluate
+from editspec.evaluation.whole_set import evaluate
 from eval.tuning import pick_best
 
 

@@ -25,14 +25,14 @@ from __future__ import annotations
 import argparse
 from typing import Callable
 
-from editspec.text import segment
+from editspec.pre import segment
 from editspec.data.corpora import read_m2
 from editspec.corrector import Corrector
-from editspec.text.diff import Correction
-from editspec.text.guard import guard, real_words
+from editspec.post.diff import Correction
+from editspec.post.checks import guard, real_words
 from editspec.evaluation.errant import ErrantEvaluator
-from editspec.evaluation.run import correct_all
-from editspec.text.spelling import load_speller, respell_all
+from editspec.evaluation.whole_set import correct_all
+from editspec.pre.spelling import load_speller, respell_all
 from eval.tuning import bundle_options, pick_best
 
 

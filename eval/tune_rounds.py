@@ -19,7 +19,7 @@ import time
 
 from tqdm import tqdm
 
-from editspec.text import segment
+from editspec.pre import segment
 from editspec.corrector import Corrector
 from editspec.evaluation.errant import ErrantEvaluator
 from eval.tuning import bundle_options, pick_best

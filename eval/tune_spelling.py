@@ -3,7 +3,7 @@
     python -m eval.tune_spelling --m2 ../shared/data/fce/fce.dev.gold.bea19.m2 \
         [--distance2-letters 6 8 99] [--slip-prior 1 4]
 
-``editspec.spelling.Speller`` respells words no dictionary holds; this prints ERRANT P/R/F0.5 (as
+``editspec.pre.spelling.Speller`` respells words no dictionary holds; this prints ERRANT P/R/F0.5 (as
 ``editspec eval`` scores) of its output alone for each pair of settings: words of
 ``--distance2-letters`` letters or more may be two edits from their candidate (99: one edit only),
 and ``--slip-prior`` weighs candidates that differ by letters left out, added or swapped (1: no
@@ -25,7 +25,7 @@ import itertools
 
 from editspec.corrector import Corrector
 from editspec.evaluation.errant import ErrantEvaluator
-from editspec.text.spelling import Choose, Slot, Speller, fill
+from editspec.pre.spelling import Choose, Slot, Speller, fill
 
 
 def model_choice(model_dir: str, margin: float) -> Choose:

@@ -219,6 +219,6 @@ def errant_from_pairs(sources: list[str], targets: list[str], retokenize: str = 
 def rescored(sources, outputs, score, **options) -> list[str]:
     """``rescoring.rescore`` of text pairs, as texts."""
     from editspec.decoding.rescoring import rescore
-    from editspec.text.diff import Correction
+    from editspec.post.diff import Correction
 
     return [c.output for c in rescore([Correction.of(s, o) for s, o in zip(sources, outputs)], score, **options)]

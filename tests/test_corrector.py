@@ -22,14 +22,14 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from editspec import cli, files
 from editspec.modeling import loading, precision
-from editspec.text import segment
+from editspec.pre import segment
 from editspec.cli.correct import format_diff
 from editspec.config import CorrectorConfig
 from editspec.decoding import drafters
 from editspec.corrector import Corrector
 from editspec.modeling.loading import resolve_models
-from editspec.text.diff import Correction, Edit, apply, diff, edit_size
-from editspec.text.guard import guard
+from editspec.post.diff import Correction, Edit, apply, diff, edit_size
+from editspec.post.checks import guard
 from editspec.errors import EditspecError
 from editspec.tokenization.tokens import encode
 from tests.helpers import save, tiny_bundle, tiny_edit5, tiny_t5
@@ -308,7 +308,7 @@ def test_corrector_ends_a_long_line_but_not_its_chunks(models, monkeypatch):
 
 
 def real_words(source: str, output: str, knows) -> str:
-    from editspec.text.guard import real_words as check
+    from editspec.post.checks import real_words as check
 
     return check(Correction.of(source, output), knows).output
 
@@ -339,7 +339,7 @@ def test_real_words_undoes_the_edits_that_write_a_made_up_word():
 @given(st.lists(st.sampled_from(["he", "is", "be", "ef", "n", "t", "'", "-", " ", ".", "zq"]), max_size=8),
        st.lists(st.sampled_from(["he", "is", "be", "ef", "n", "t", "'", "-", " ", ".", "zq"]), max_size=8))
 def test_real_words_leaves_no_made_up_word_the_source_does_not_hold(source, output):
-    from editspec.text.guard import made_up_words
+    from editspec.post.checks import made_up_words
 
     known = {"he", "is", "be", "isn't", "t", "n"}.__contains__
     source, output = "".join(source), "".join(output)

@@ -10,7 +10,7 @@ of sentences changed and 0.09 edits a word, near W&I train's 66% and 0.12, where
 salad), it writes a different error sentence each time (seed fixed: one Wikipedia sentence, one
 model, one seed, one output). A small error model also loses the rare words it cannot spell, and
 writes another word in their place: a corrector cannot learn to put "parish" back from "an active
-Michelangelo church". So each sampled edit (``editspec.text.diff``) is kept only if a learner could
+Michelangelo church". So each sampled edit (``editspec.post.diff``) is kept only if a learner could
 have made it (``learner_like``), and the others are undone::
 
     clean    Maltose is released as the main product of starch degradation.
@@ -20,7 +20,7 @@ have made it (``learner_like``), and the others are undone::
 
 Kept are sentences of 4-60 words whose characters the tokenizer holds (an ``<unk>`` would teach
 the corrector to invent characters) and samples that do not rewrite more than ``--max-edit-words``
-words in one edit (``editspec.text.guard``: the error model has lost its place). A sample with no edit
+words in one edit (``editspec.post.checks``: the error model has lost its place). A sample with no edit
 left stays (learners write correct sentences too: a third of W&I's) unless ``--changed-only``. Writes ``OUT/source.txt``
 and ``OUT/target.txt``, line-aligned, for a ``type: parallel`` data source (``respell: true`` on it
 passes the sampled sentences through the spelling step, as ``Corrector`` does); samples are stored
@@ -48,9 +48,9 @@ from editspec.decoding import core
 from editspec.modeling import t5
 from editspec.data.corpora import data_dir
 from editspec.files import atomic_output
-from editspec.text.diff import Correction, Edit, apply, diff
-from editspec.text.guard import guard
-from editspec.text.spelling import load_speller
+from editspec.post.diff import Correction, Edit, apply, diff
+from editspec.post.checks import guard
+from editspec.pre.spelling import load_speller
 from editspec.tokenization.tokens import encode, render_ids
 from training.synthetic.pairs import WIKI_DIR, read_lines, shard_files
 

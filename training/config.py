@@ -8,7 +8,7 @@ A recipe has three sections (see configs/ for complete ones; ``--set train.lr=3e
             share_encoder (EdiT5 from a T5 init_from: the heads read that T5's own encoder, frozen;
             the checkpoints store the heads alone and name the T5)
     data:   sources (weighted mixture: m2 | parallel | synthetic; ``respell: true`` on an m2 or
-            parallel source, or on dev, passes its sources through ``editspec.spelling`` first, as
+            parallel source, or on dev, passes its sources through ``editspec.pre.spelling`` first, as
             ``Corrector`` does before a model whose config says ``spelling``; ``reverse: true``
             turns the pairs around, for an error model), dev (an M2 file),
             max_length, batch_tokens or batch_size, pool_size, workers (synthetic-data processes;

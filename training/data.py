@@ -36,7 +36,7 @@ import torch
 
 from editspec.data import corpora
 from editspec.data.corpora import evenly_spaced
-from editspec.text.spelling import respell_all
+from editspec.pre.spelling import respell_all
 from editspec.tokenization.edits import align
 from editspec.tokenization.tokens import encode, load_tokenizer
 from training.data_mixture import Batching, MapSource, Mixture, Position, ShardedStream

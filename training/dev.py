@@ -21,11 +21,11 @@ from rapidfuzz.distance import Indel
 from editspec.data.m2 import read_blocks
 from editspec.data.corpora import evenly_spaced
 from editspec.bundle import Bundle
-from editspec.decoding.modes import MODES
-from editspec.evaluation.run import evaluate as evaluate_corrections
+from editspec.decoding.runners import RUNNERS
+from editspec.evaluation.whole_set import evaluate as evaluate_corrections
 from editspec.evaluation.stats import detection_auc
 from editspec.modeling.modeling_edit5 import tag_margins
-from editspec.text.spelling import respell_all
+from editspec.pre.spelling import respell_all
 from editspec.tokenization.tokens import encode
 from training.models import ModelKind, component_losses
 
@@ -39,8 +39,8 @@ def words(text: str) -> list[str]:
 
 def edits(source: Sequence[str], target: Sequence[str]) -> set[tuple[int, int, tuple[str, ...]]]:
     """(start, end, replacement) of each change from ``source`` to ``target`` tokens: the gaps of a
-    longest common subsequence (rapidfuzz's Indel, the aligner ``text.diff`` and ``tokenization.edits``
-    use), a deletion next to an insertion being one edit, as in ``text.diff``."""
+    longest common subsequence (rapidfuzz's Indel, the aligner ``post.diff`` and ``tokenization.edits``
+    use), a deletion next to an insertion being one edit, as in ``post.diff``."""
     out, gap = set(), None  # gap: [src_start, src_end, dest_start, dest_end] of the changes in a row
     for op in [*Indel.opcodes(list(source), list(target)), None]:
         if op is not None and op.tag != "equal":
@@ -74,11 +74,11 @@ class ApproxF05:
 
 def correct_fn_for(net, kind: ModelKind, tok, max_length: int, respell: bool = False):
     """list[str] -> list[str] with the model being trained, for ``editspec.evaluation``: its kind's
-    mode (``decoding.modes``: greedy, each row's own output budget), as ``Corrector`` runs it; a
+    mode (``decoding.runners``: greedy, each row's own output budget), as ``Corrector`` runs it; a
     text of more than ``max_length`` ids with EOS stays as written, as the corrector keeps a unit
-    it cannot read whole. With ``respell``, after the spelling step (``editspec.text.spelling``)."""
+    it cannot read whole. With ``respell``, after the spelling step (``editspec.pre.spelling``)."""
     models = Bundle(**{kind.name: net, f"{kind.name}_tokenizer": tok})  # its decoder goes with it
-    mode = MODES[kind.name]
+    mode = RUNNERS[kind.name]
 
     def correct(texts: list[str]) -> list[str]:
         texts = respell_all(texts) if respell else list(texts)

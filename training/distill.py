@@ -11,7 +11,7 @@ Rush 2016), it learns the edits T5 does make. One W&I train sentence, with the s
 
 The student learns to capitalise "then" as T5 does, and to leave "return" as T5 leaves it.
 Sources are the M2 files' detokenized source sentences as the models read them: after the
-spelling step when the teacher's config turns it on (``editspec.text.spelling``; the student then reads
+spelling step when the teacher's config turns it on (``editspec.pre.spelling``; the student then reads
 respelled text at run time too, and learns only the edits the T5 makes beyond the dictionary's);
 targets are ``Corrector`` outputs with the teacher's own guard (``max_edit_words``), so a sentence
 T5 would rewrite wholesale stays as written here too. Writes ``OUT/source.txt`` and ``OUT/target.txt``,
@@ -56,8 +56,8 @@ from tqdm import tqdm
 from editspec.data.corpora import data_dir, read_m2
 from editspec.corrector import Corrector
 from editspec.files import atomic_output
-from editspec.text.diff import apply, diff
-from editspec.text.spelling import respell_all
+from editspec.post.diff import apply, diff
+from editspec.pre.spelling import respell_all
 from training.synthetic.pairs import WI_TRAIN_M2, WIKI_DIR, synthetic_pairs
 
 

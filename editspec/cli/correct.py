@@ -24,7 +24,7 @@ from typing import Iterable, Iterator
 from editspec.cli.model_options import add_correction_options, add_model_options, corrector_from_args
 from editspec.errors import EditspecError
 from editspec.files import Line, atomic_output, is_table, json_line, open_input, read_blocks
-from editspec.text.diff import Correction
+from editspec.post.diff import Correction
 
 RED, GREEN, RESET = "\x1b[31m", "\x1b[32m", "\x1b[0m"
 FORMATS = ("text", "jsonl", "diff", "m2")
@@ -278,7 +278,7 @@ def _formatted(corrector, block: list[Line], fmt: str, color: bool, progress: Pr
     """The output of ``block``'s lines in the chosen format, and how many lines changed."""
     texts = [line.text for line in block]
     update = progress.block(len(block), sum(map(len, texts)))
-    # jsonl: each edit with its ERRANT type and message (editspec.text.error_types)
+    # jsonl: each edit with its ERRANT type and message (editspec.post.error_types)
     results = corrector.correct_detailed(texts, progress=update, types=fmt == "jsonl")
     changed = sum(c.output != c.input for c in results)
     if fmt == "m2":

@@ -6,7 +6,7 @@
     editspec data stats ABCN.dev.gold.bea19.m2
     {"file": ..., "pairs": 4384, "too_few_markers": ..., "roundtrip_exact": ..., ...}
 
-``data roundtrip`` measures the detokenizer (``editspec.text.tokenized``): how often spaCy
+``data roundtrip`` measures the detokenizer (``editspec.data.tokenized``): how often spaCy
 re-tokenizes ``detokenize(x)`` back to exactly the tokens ``x`` of an M2 file's S lines (or of a
 tokenized text file's lines)::
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from editspec.data import m2
 from editspec.errors import EditspecError
-from editspec.text.tokenized import roundtrip_rate
+from editspec.data.tokenized import roundtrip_rate
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:

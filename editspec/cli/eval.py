@@ -22,7 +22,7 @@ from pathlib import Path
 
 from editspec.data import m2
 from editspec.errors import EditspecError
-from editspec.text.tokenized import detokenize
+from editspec.data.tokenized import detokenize
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -64,7 +64,7 @@ def load_corrector(args: argparse.Namespace):
 
 def run_eval(args: argparse.Namespace) -> int:
     """``editspec eval``: correct a gold set's sources and score the outputs (ERRANT, GLEU)."""
-    from editspec.evaluation.run import correct_all, read_lines  # here: tqdm, not on --help's path
+    from editspec.evaluation.whole_set import correct_all, read_lines  # here: tqdm, not on --help's path
 
     if not args.m2 and not args.src:
         raise EditspecError("give a gold set: --m2 FILE, or --src FILE with --refs FILE...")

@@ -1,6 +1,6 @@
 """``editspec profile``: a latency report of EdiT5, T5, speculative T5 and their peers.
 
-The flags become the plain arguments of ``editspec.profiling.run.profile``::
+The flags become the plain arguments of ``editspec.profiling.session.profile``::
 
     editspec profile --data ABCN.dev.gold.bea19.m2 --limit 100 --modes t5 edit5 speculative --out runs/prof
     wrote runs/prof/report.json, runs/prof/report.md and plots
@@ -98,7 +98,7 @@ def run_profile(args: argparse.Namespace) -> int:
         return run_processes(args)
     modes = check_modes(args.modes or tuple(BY_NAME)) if set(args.modes or ()) != {"none"} else []
     gamma = _gamma(args.gamma)
-    from editspec.profiling.run import profile  # torch: only once the flags are known to be good
+    from editspec.profiling.session import profile  # torch: only once the flags are known to be good
 
     options = {k: v for k, v in vars(args).items() if isinstance(v, (str, int, float, bool, list, type(None)))}
     profile(args.data, args.out, modes, architectures=args.architectures, model=args.model, edit5=args.edit5,

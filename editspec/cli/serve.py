@@ -86,7 +86,7 @@ def run_serve(args) -> int:
             raise EditspecError(f"{name} must be at least {low}")
     # imported here, not at the top: bad options fail before seconds of torch
     from editspec.cli.model_options import corrector_from_args
-    from editspec.text import error_types
+    from editspec.post import error_types
 
     corrector = corrector_from_args(args)
     corrector.prepare()  # the spelling index, the pass costs of every batch size (kept per machine)

@@ -11,7 +11,7 @@ offsets moved by how much the earlier edits lengthened or shortened the sentence
 
 ``noop`` (no edit), ``UNK`` (error detected, no correction) and ``Um`` lines change nothing. An
 annotator without lines in a block made no edits there (JFLEG's m2 omits them). Pairs are
-detokenized to natural text by default (see ``editspec.text.tokenized``), the form models train on.
+detokenized to natural text by default (see ``editspec.data.tokenized``), the form models train on.
 
 Readers build datasets with ``Dataset.from_generator``: results are cached by the datasets
 library (keyed on the file's path, size and mtime), or streamed with ``streaming=True``.
@@ -28,7 +28,7 @@ import datasets
 
 from editspec.data.m2 import apply_edits, parse_m2
 from editspec.errors import EditspecError
-from editspec.text.tokenized import detokenize
+from editspec.data.tokenized import detokenize
 from editspec.tokenization.edits import TooFewMarkers, align, convert, realize_aligned
 from editspec.tokenization.tokens import encode, marker_ids, render
 

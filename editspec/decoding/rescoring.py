@@ -19,7 +19,7 @@ log P is the model's own: T5's teacher-forced probability of the output tokens, 
 decoding core (``core.score``: the decoder's own window passes, so a pair scores what the decode
 computed for those tokens), EdiT5's of the tags, order and insertions that turn the source into it
 (``EdiT5Model.log_likelihood``, features as in training): each mode's ``scorer``
-(``decoding.modes``) picks its output model's. The speculative mode's output is the T5's, so the
+(``decoding.runners``) picks its output model's. The speculative mode's output is the T5's, so the
 T5 rescores it and the two modes still return the same text. Each edit is judged
 beside all the others, and the kept ones are made together. It costs one batched teacher-forced
 pass over the changed units' variants, less the outputs whose score the decode has already
@@ -39,7 +39,7 @@ from editspec.decoding import core
 from editspec.decoding.decoder import Decoders
 from editspec.modeling.features import collate_edit5, edit5_features_batch, t5_features_batch
 from editspec.modeling.tensors import pad
-from editspec.text.diff import Correction, apply
+from editspec.post.diff import Correction, apply
 
 # log P(target | source) for each (source, target) row, or None where the model cannot score it
 Scorer = Callable[[Sequence[str], Sequence[str]], list[float | None]]
@@ -117,7 +117,7 @@ def rescore(changes: Sequence[Correction], score: Scorer, group: int = GROUP) ->
 
 def t5_scorer(model, tokenizer, batch_size: int = 64, prefix: str = "", known: Known | None = None,
               decoders: Decoders | None = None) -> Scorer:
-    """The ``Scorer`` of a T5 (the t5 and speculative modes' output model, ``T5Mode.scorer``) and its
+    """The ``Scorer`` of a T5 (the t5 and speculative modes' output model, ``T5Runner.scorer``) and its
     tokenizer: ``prefix`` goes before every source (the T5 read it there); a pair in ``known`` takes
     the decode's log P as is, the others are forced at its widths (``core.score`` on ``decoders``)."""
     known = known or Known()
@@ -137,7 +137,7 @@ def t5_scorer(model, tokenizer, batch_size: int = 64, prefix: str = "", known: K
 
 
 def edit5_scorer(model, tokenizer, batch_size: int = 64) -> Scorer:
-    """The ``Scorer`` of an EdiT5 (the edit5 mode's, ``Edit5Mode.scorer``) and its tokenizer: log P
+    """The ``Scorer`` of an EdiT5 (the edit5 mode's, ``Edit5Runner.scorer``) and its tokenizer: log P
     of the edits training would take for each pair (None where it takes none); no prefix, and no
     decode's scores to reuse (they are not the decode's)."""
 

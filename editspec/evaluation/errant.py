@@ -4,7 +4,7 @@ Gold M2 sentences are spaCy-tokenized; models read and write natural text. One s
 W&I dev goes through these steps::
 
     gold S    He hasn't go there .                    (spaCy 1.9 left "hasn't" whole)
-    source    He hasn't go there.                     editspec.text.tokenized.detokenize: the model input
+    source    He hasn't go there.                     editspec.data.tokenized.detokenize: the model input
     output    He hasn't gone there.                   the corrector (any correct_fn)
     tokens    He hasn't gone there .                  ``retokenize``, below
     hyp M2    A 2 3|||R:VERB:FORM|||gone|||...        ERRANT, against the gold S tokens
@@ -47,7 +47,7 @@ from spacy.tokens import Doc
 
 from editspec.data import m2
 from editspec.errors import EditspecError
-from editspec.text.tokenized import detokenize, spacy_nlp, tokenize_for_errant
+from editspec.data.tokenized import detokenize, spacy_nlp, tokenize_for_errant
 
 NOOP = "A -1 -1|||noop|||-NONE-|||REQUIRED|||-NONE-|||0"
 # errant_compare's defaults: span-based correction, beta 0.5, no filters (its functions read them

@@ -26,7 +26,7 @@ class EdiT5Config(PreTrainedConfig):
     stop_bias: inference bias added to the insertion decoder's EOS logit: positive ends the
         insertions sooner (fewer, surer), negative lets more through (recall).
     pointer_offset_bias: add a learned scalar per relative offset bucket to the pointer logits.
-    marker_ids: the position markers' token ids (``editspec.tokens.marker_ids``), to point
+    marker_ids: the position markers' token ids (``editspec.tokenization.tokens.marker_ids``), to point
         markers at kept tokens (see "Pointed markers" above); None: markers are plain
         vocabulary outputs, as in the paper.
     marker_gap: a pointed marker's key also sees the kept token after the gap (see above).

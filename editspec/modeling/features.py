@@ -3,7 +3,7 @@ what training learns from and what rescoring scores (``editspec.decoding.rescori
 beside the models rather than with the corpora (``editspec.data``).
 
 Both models read ``input_ids = encode(source).ids + [EOS]``. T5 learns ``labels = target + [EOS]``.
-EdiT5 learns the three parts of ``editspec.edits.convert`` (tags, order, insertions), written
+EdiT5 learns the three parts of ``editspec.tokenization.edits.convert`` (tags, order, insertions), written
 per input position so that the model's three heads can be trained in one teacher-forced pass.
 Worked example (ids written as words; ``E`` is EOS at input position 6)::
 

@@ -11,7 +11,7 @@ P(y|x) = P(tags|x) · P(order|tags, x) · P(insertions|order, tags, x)::
                 from EOS takes the best unvisited kept token, so the order is always a
                 permutation of the kept tokens.
     3. insert   <extra_id_2> went <extra_id_3> the </s>       1-layer decoder, greedy, KV cache
-    realize     yesterday he went to the school .             (editspec.edits.realize)
+    realize     yesterday he went to the school .             (editspec.tokenization.edits.realize)
 
 Architecture (h: encoder states, one vector per input token)::
 
@@ -34,7 +34,7 @@ Pointer loss: cross-entropy of each kept token's (and EOS's) row of pointer logi
 kept positions, against its successor; not Sinkhorn normalisation. Sinkhorn pushes the whole
 matrix towards a permutation, which matters when many tokens move and compete for the same
 successor (DiscoFuse, where the paper measured it). GEC hardly reorders: on W&I+LOCNESS train
-(word level, annotator 0, editspec.edits.convert) 7.7% of pairs move a token, but only 1.5% of
+(word level, annotator 0, editspec.tokenization.edits.convert) 7.7% of pairs move a token, but only 1.5% of
 all pointers differ from "the next kept token" (mostly one moved word or comma). Rows rarely
 compete, so the row softmax trains the same decisions without Sinkhorn's iterations over
 B x L x L and its numerical care; validity is guaranteed by the decoding walk instead.

@@ -49,7 +49,7 @@ from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
 from editspec.profiling.clock import Clock, Recorder, Sample
 from editspec.decoding.drafters import TimedDrafter
 from editspec.modeling.tensors import model_inputs
-from editspec.profiling.data import batches
+from editspec.profiling.sentences import batches
 from editspec.profiling.stats import median, summarize, summary
 from editspec.tokenization.edits import KEEP, Edits, TooFewMarkers, convert
 from editspec.tokenization.tokens import encode, marker_ids

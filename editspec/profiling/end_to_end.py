@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 from editspec.corrector import Corrector
 from editspec.decoding.budgets import output_budget
 from editspec.profiling.ct2 import CT2Peer
-from editspec.profiling.data import batches
+from editspec.profiling.sentences import batches
 from editspec.tokenization.tokens import encode
 
 

@@ -42,7 +42,7 @@ from editspec.decoding.measured import device_name
 from editspec.errors import EditspecError
 from editspec.modeling.loading import resolve_models
 from editspec.profiling.ct2 import converted, missing
-from editspec.profiling.data import read_data
+from editspec.profiling.sentences import read_data
 from editspec.tokenization.tokens import tokenizer_path
 
 SCRIPT = Path(__file__).with_name("ct2_script.py")

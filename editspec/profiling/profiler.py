@@ -20,14 +20,14 @@ pass 3) + draft (EdiT5 once, lookups before each pass) + other.
 
 Each mode is one object of ``editspec.profiling.timed`` (``TIMED``), which says what to hook and
 how to decode. Our T5 modes run on the decoding core (``editspec.decoding.core``): ``t5`` and
-``speculative`` are the corrector's own mode objects (``editspec.decoding.modes``: the same
+``speculative`` are the corrector's own mode objects (``editspec.decoding.runners``: the same
 drafter, the cheaper, as measured, of EdiT5's draft and the source, each mixed with the output's
 own n-grams), ``speculative-edit5`` EdiT5's draft and ``speculative-copy`` the source, each mixed
 with the n-grams, ``speculative-perfect`` T5's own greedy output; a batch's sentences fill the
 core's slots (batch size 1: one slot), each with its own output budget, as in ``Corrector``
 (``editspec.decoding.budgets``: a short row beside a long one decodes as alone). The decoding code is
 not changed to be timed (``editspec.profiling.clock``): forward hooks on ``model.encoder``, a
-wrapper around ``core.Decoder.forward`` (one call per pass), forward hooks on the T5 model for
+span per pass from the bundle's decoders (``Decoders.timed``), forward hooks on the T5 model for
 ``generate`` (one call per step), a pre-hook on the first block of EdiT5's insertion decoder (a
 step runs from one call to the next; the last until ``generate_edits`` returns), a
 ``TimedDrafter`` around our drafters and a wrapper around the assistant's ``generate`` in
@@ -52,7 +52,7 @@ from editspec.decoding import drafters
 from editspec.errors import EditspecError
 from editspec.modes import BY_NAME, CT2_GREEDY, T5
 from editspec.profiling.clock import Clock, Recorder, Sample
-from editspec.profiling.data import batches
+from editspec.profiling.sentences import batches
 from editspec.profiling.stats import median, summarize, summary
 from editspec.profiling.timed import TIMED, Batch
 from editspec.tokenization.tokens import encode

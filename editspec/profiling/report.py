@@ -118,7 +118,7 @@ def markdown(report: dict) -> str:
     ]
     if report.get("spelling"):
         s = report["spelling"]
-        lines[-1:-1] = [f"- spelling (`editspec.text.spelling`, on the text before every mode, not in the "
+        lines[-1:-1] = [f"- spelling (`editspec.pre.spelling`, on the text before every mode, not in the "
                         f"latencies below): median {s['median']:.3f} ms per sentence, p90 {s['p90']:.3f}; "
                         f"loaded once in {s['load_seconds']:.1f} s"]
     for kind, r in (report.get("rescoring") or {}).items():
@@ -129,7 +129,7 @@ def markdown(report: dict) -> str:
         if r.get("real_words"):
             w = r["real_words"]
             lines[-1:-1] = [f"- made-up words check on the {name}'s output "
-                            f"(`editspec.text.guard.real_words`, not in the latencies below): median "
+                            f"(`editspec.post.checks.real_words`, not in the latencies below): median "
                             f"{w['median']:.3f} ms per sentence, p90 {w['p90']:.3f}"]
     modes = report.get("modes") or {}
     if modes:

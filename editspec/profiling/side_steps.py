@@ -2,7 +2,7 @@
 
 They are the same whichever mode runs, so they are not in any mode's latency:
 
-    spelling     before the model: ``editspec.text.spelling`` respells the text ("I recieve your
+    spelling     before the model: ``editspec.pre.spelling`` respells the text ("I recieve your
                  leter." -> "I receive your letter."); its dictionaries load once per process
                  (``load_seconds``)
     rescoring    after the model: ``editspec.decoding.rescoring`` undoes the edits the output
@@ -10,7 +10,7 @@ They are the same whichever mode runs, so they are not in any mode's latency:
                  every pair forced (``editspec correct`` takes a bf16 T5's outputs' own scores from
                  the decode instead: ``editspec profile --pipeline`` times that path)
     real_words   after the model, with spelling on: the check for made-up words
-                 (``editspec.text.guard.real_words``)
+                 (``editspec.post.checks.real_words``)
 
 Each is timed one sentence at a time with ``time.perf_counter``, after ``warmup`` untimed ones,
 and summarized as ``{"median", "p90", "p95", "mean", "n"}`` in ms per sentence.
@@ -23,12 +23,12 @@ from typing import Sequence
 
 from editspec.config import CorrectorConfig
 from editspec.corrector import Corrector
-from editspec.decoding.modes import MODES
+from editspec.decoding.runners import RUNNERS
 from editspec.decoding.rescoring import rescore
 from editspec.profiling.stats import summary
-from editspec.text.diff import Correction
-from editspec.text.guard import real_words
-from editspec.text.spelling import load_speller, respell_all
+from editspec.post.diff import Correction
+from editspec.post.checks import real_words
+from editspec.pre.spelling import load_speller, respell_all
 
 
 def time_spelling(sources: Sequence[str], warmup: int) -> dict:
@@ -61,7 +61,7 @@ def time_rescoring(corrector: Corrector, sources: Sequence[str], warmup: int) ->
             continue
         plain = Corrector(corrector.bundle.only(kind), CorrectorConfig(kind, max_edit_words=corrector.max_edit_words))
         outputs = plain.correct(units)
-        score = MODES[kind].scorer(plain.bundle, prefix=corrector.prefix)  # the edit5 mode reads no prefix
+        score = RUNNERS[kind].scorer(plain.bundle, prefix=corrector.prefix)  # the edit5 mode reads no prefix
         changes = [Correction.of(unit, output) for unit, output in zip(units, outputs)]  # as the corrector has them
         for c in changes[:warmup]:
             rescore([c], score)

@@ -1,7 +1,7 @@
 """How ``editspec profile`` runs and times each mode: one object per mode of ``editspec.modes``.
 
     Core       our T5 on the decoding core: ``t5`` and ``speculative`` are the corrector's own
-               mode objects (``editspec.decoding.modes``: drafter, slots and budgets as
+               mode objects (``editspec.decoding.runners``: drafter, slots and budgets as
                ``Corrector``'s); ``speculative-*`` the same T5 run with another drafter
     EdiT5      EdiT5 alone: the corrector's edit5 mode object, the insertion decoder's steps marked
     Peer       transformers' ``generate`` (hf-*)
@@ -21,8 +21,8 @@ from typing import Callable, Protocol
 import torch
 
 from editspec.decoding import core, drafters
-from editspec.decoding import modes as decoding_modes
-from editspec.decoding.modes import Edit5Mode, T5Mode
+from editspec.decoding import runners
+from editspec.decoding.runners import Edit5Runner, T5Runner
 from editspec.bundle import Bundle
 from editspec.decoding.window import WindowPolicy
 from editspec import modes
@@ -46,7 +46,7 @@ class Batch:
     @property
     def budgets(self) -> list[int]:
         """Each row's T5 output budget, as the corrector's T5 modes give it."""
-        return decoding_modes.T5.budgets(self.encoded)
+        return runners.T5.budgets(self.encoded)
 
 
 @dataclass
@@ -112,7 +112,7 @@ class Core(Timed):
     """A mode of the corrector's on the decoding core (``runner``), or the same T5 run with the
     drafter ``draft`` (the speculative-* modes); ``reads_t5_ids``: its EdiT5 drafter reads T5's ids."""
 
-    def __init__(self, runner: T5Mode, mode: Mode | None = None, draft: Draft | None = None,
+    def __init__(self, runner: T5Runner, mode: Mode | None = None, draft: Draft | None = None,
                  reads_t5_ids: bool = False):
         super().__init__(mode or runner.mode)
         self.runner, self.draft, self.reads_t5_ids = runner, draft, reads_t5_ids
@@ -152,7 +152,7 @@ class EdiT5(Timed):
 
     counts_passes = False  # its outputs are realized edits, not what its decoder emits
 
-    def __init__(self, runner: Edit5Mode):
+    def __init__(self, runner: Edit5Runner):
         super().__init__(runner.mode)
         self.runner = runner
 
@@ -225,13 +225,13 @@ class CT2(Timed):
 
 
 TIMED: dict[str, Timed] = {t.mode.name: t for t in (
-    Core(decoding_modes.T5),
-    EdiT5(decoding_modes.EDIT5),
-    Core(decoding_modes.SPECULATIVE, reads_t5_ids=True),
-    Core(decoding_modes.T5, modes.SPECULATIVE_EDIT5, reads_t5_ids=True,
+    Core(runners.T5),
+    EdiT5(runners.EDIT5),
+    Core(runners.SPECULATIVE, reads_t5_ids=True),
+    Core(runners.T5, modes.SPECULATIVE_EDIT5, reads_t5_ids=True,
          draft=lambda p, batch, reference: drafters.Mix(drafters.EdiT5(p.bundle.edit5, p.bundle.markers), drafters.Ngram())),
-    Core(decoding_modes.T5, modes.SPECULATIVE_COPY, draft=lambda p, batch, reference: drafters.copy_draft()),
-    Core(decoding_modes.T5, modes.SPECULATIVE_PERFECT, draft=lambda p, batch, reference: drafters.Follow(reference)),
+    Core(runners.T5, modes.SPECULATIVE_COPY, draft=lambda p, batch, reference: drafters.copy_draft()),
+    Core(runners.T5, modes.SPECULATIVE_PERFECT, draft=lambda p, batch, reference: drafters.Follow(reference)),
     Peer(modes.HF_GREEDY),
     Peer(modes.HF_ASSISTED, lambda p: {"assistant_model": p.small}, batch_one=True, assisted=True),
     Peer(modes.HF_PROMPT_LOOKUP, lambda p: {"prompt_lookup_num_tokens": p.prompt_lookup_tokens}, batch_one=True),

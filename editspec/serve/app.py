@@ -47,8 +47,8 @@ from editspec.errors import EditspecError
 from editspec.serve import bounds, languagetool
 from editspec.serve.batching import Batcher
 from editspec.serve.guard import LOCAL_HOSTS, BodyDeadline, BodyTooSlow, CollapseSlashes, OriginGuard
-from editspec.text import error_types
-from editspec.text.diff import Correction
+from editspec.post import error_types
+from editspec.post.diff import Correction
 
 DEFAULT_MAX_CHARS = 20_000  # LanguageTool's own limit for a free check
 DEFAULT_MAX_SENTENCE_CHARS = 1_000  # longer: left as written (bounds.py)

@@ -23,8 +23,10 @@ from __future__ import annotations
 import re
 from typing import Callable, NamedTuple, Sequence
 
-from editspec.text import error_types, segment
-from editspec.text.diff import Correction, Edit
+from editspec.post import error_types
+
+from editspec.pre import segment
+from editspec.post.diff import Correction, Edit
 
 MAX_RUN_CHARS = 200  # a URL fits; spaCy on 200 characters without a space takes about a millisecond
 _LONG_RUN = re.compile(r"\S{%d,}" % (MAX_RUN_CHARS + 1))

@@ -34,8 +34,8 @@ from typing import Sequence
 
 from editspec.errors import EditspecError
 from editspec.serve.bounds import sentence_of
-from editspec.text import error_types
-from editspec.text.diff import Correction, Edit
+from editspec.post import error_types
+from editspec.post.diff import Correction, Edit
 
 SOFTWARE = {"name": "editspec", "version": "0.1.0", "buildDate": None, "apiVersion": 1,
             "premium": False, "status": ""}

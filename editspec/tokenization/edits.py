@@ -36,7 +36,7 @@ whose insertions need no more markers than exist (``TooFewMarkers`` says so othe
 out of range): spans before the first marker are dropped, a marker past the last kept token
 inserts at the end, and repeated markers concatenate their spans. Each realized token also
 reports which source token it came from (``None`` for inserted ones), so the text of a kept token
-is copied from the source characters, byte for byte (see ``editspec.tokens``).
+is copied from the source characters, byte for byte (see ``editspec.tokenization.tokens``).
 """
 
 from __future__ import annotations

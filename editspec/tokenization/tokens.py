@@ -17,7 +17,7 @@ tokens are spelled from the vocabulary. Example::
     spaces ""   "" ""  "  " ""    "" "" "" " " ""
 
 Where the provenance of output tokens is unknown (T5 writes the whole sentence), ``align``
-from ``editspec.edits`` recovers it: the longest common subsequence with the source, plus moves.
+from ``editspec.tokenization.edits`` recovers it: the longest common subsequence with the source, plus moves.
 
 Special tokens in user text (a literal ``</s>`` or ``<extra_id_3>``) are encoded as plain text,
 never as control tokens, by a copy of the tokenizer that reads them so (safe across threads): the
@@ -213,7 +213,7 @@ def unreadable(tok: "PreTrainedTokenizerBase", source: Encoded) -> set[int]:
     """Offsets of the characters of ``source.text`` that the model cannot read or write: those
     of ``<unk>`` tokens (CJK, emoji, flags, Greek letters the vocabulary lacks) and those the
     normaliser turned into a plain space or dropped (tab, CR, NBSP, thin space, U+FEFF,
-    zero-width space). A model edit must never delete or rewrite them (``guard.keep_unreadable``)."""
+    zero-width space). A model edit must never delete or rewrite them (``checks.keep_unreadable``)."""
     out, cursor = set(), 0
     for tok_id, space, chars in zip(source.ids, source.spaces, source.chars):
         out.update(cursor + k for k, c in enumerate(space) if c != " ")

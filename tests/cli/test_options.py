@@ -11,8 +11,8 @@ from editspec import __version__, cli
 from editspec.cli import correct as correct_cli
 from editspec.corrector import Corrector
 from editspec.data import m2
-from editspec.text import error_types
-from editspec.text.tokenized import tokenize_for_errant
+from editspec.post import error_types
+from editspec.data.tokenized import tokenize_for_errant
 from tests.helpers import sentences, tiny_bundle
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from editspec import cli, tables
 from editspec.corrector import Corrector
-from editspec.text.diff import Edit, apply
+from editspec.post.diff import Edit, apply
 from tests.helpers import sentences, tiny_bundle
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,7 +4,7 @@ import pytest
 
 from editspec.data.corpora import data_dir, evenly_spaced, read_jfleg, read_m2, read_parallel
 from editspec.errors import EditspecError
-from editspec.text.tokenized import detokenize, tokenize_for_errant
+from editspec.data.tokenized import detokenize, tokenize_for_errant
 from tests.helpers import TINY_M2
 
 pytestmark = pytest.mark.usefixtures("datasets_cache")

@@ -8,7 +8,7 @@ import torch
 
 from editspec.decoding import core, decoder, drafters
 from editspec.decoding.rescoring import Known, t5_scorer
-from editspec.text.diff import diff
+from editspec.post.diff import diff
 from editspec.tokenization.tokens import encode
 from tests.helpers import random_batch, random_t5, rescored
 

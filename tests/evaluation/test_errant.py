@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 from editspec.data.m2 import read_blocks, source_tokens
 from editspec.errors import EditspecError
 from editspec.evaluation.errant import ErrantEvaluator, errant_score, retokenize
-from editspec.text.tokenized import detokenize
+from editspec.data.tokenized import detokenize
 from tests.helpers import GOLD_M2, GOLD_OUTPUTS, errant_from_pairs
 
 # What ERRANT makes of GOLD_OUTPUTS (checked by hand: spans index the gold S tokens).

@@ -16,7 +16,7 @@ from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
 from editspec.modeling.tensors import IGNORE
 from editspec.tokenization.tokens import encode, marker_ids
 from editspec.bundle import Bundle
-from editspec.decoding.modes import EDIT5
+from editspec.decoding.runners import EDIT5
 from tests.helpers import pairs
 
 TINY = dict(d_model=32, d_kv=8, d_ff=64, num_heads=4, num_layers=2, num_decoder_layers=1,
@@ -298,7 +298,7 @@ def test_log_likelihood_sums_what_the_losses_average(tokenizer):
 
 
 def test_rescoring_keeps_the_learned_edits_and_undoes_a_wrong_one(tokenizer, trained):
-    from editspec.text.diff import diff
+    from editspec.post.diff import diff
     from editspec.decoding.rescoring import edit5_scorer
     from tests.helpers import rescored
 

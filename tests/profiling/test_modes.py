@@ -7,7 +7,7 @@ import pytest
 from editspec import modes
 from editspec.config import CorrectorConfig
 from editspec.decoding import drafters
-from editspec.decoding import modes as decoding_modes
+from editspec.decoding import runners
 from editspec.errors import EditspecError
 from editspec.modes import ALL, BY_NAME, CORRECTOR, check_modes
 from editspec.profiling.timed import TIMED, Core
@@ -17,8 +17,8 @@ def test_one_table_of_modes():
     assert ALL[0] is modes.T5 and [m.name for m in ALL[:len(CORRECTOR)]] == ["t5", "edit5", "speculative"]
     assert len(set(BY_NAME)) == len(ALL) and set(BY_NAME) == set(TIMED)
     assert all(TIMED[m.name].mode is m for m in ALL)  # the profiler's objects hold the table's modes
-    assert set(decoding_modes.MODES) == set(CORRECTOR) == {m.name for m in ALL if m.corrector}
-    assert all(decoding_modes.MODES[name].mode is CORRECTOR[name] for name in CORRECTOR)
+    assert set(runners.RUNNERS) == set(CORRECTOR) == {m.name for m in ALL if m.corrector}
+    assert all(runners.RUNNERS[name].mode is CORRECTOR[name] for name in CORRECTOR)
     assert all("t5" in m.needs for m in ALL if m is not modes.EDIT5)  # T5 verifies or decodes
     assert [m.name for m in ALL if TIMED[m.name].batch_one] == ["hf-assisted", "hf-prompt-lookup"]
     with pytest.raises(EditspecError, match="choose one of t5, edit5, speculative"):  # the profiler's are not
@@ -30,8 +30,8 @@ def test_the_profilers_corrector_modes_are_the_correctors():
     uses, its drafter, its budgets), so the two cannot drift apart."""
     for name in ("t5", "speculative"):
         timed = TIMED[name]
-        assert isinstance(timed, Core) and timed.runner is decoding_modes.MODES[name] and timed.draft is None
-    assert TIMED["edit5"].runner is decoding_modes.EDIT5
+        assert isinstance(timed, Core) and timed.runner is runners.RUNNERS[name] and timed.draft is None
+    assert TIMED["edit5"].runner is runners.EDIT5
 
 
 def test_drafter_names_come_from_the_drafters():

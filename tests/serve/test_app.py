@@ -8,7 +8,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from editspec.serve.app import create_app
-from editspec.text import error_types
+from editspec.post import error_types
 
 
 @pytest.fixture(scope="module")

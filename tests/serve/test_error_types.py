@@ -1,9 +1,9 @@
-"""ERRANT types, messages and rule ids of edits (editspec/text/error_types.py)."""
+"""ERRANT types, messages and rule ids of edits (editspec/post/error_types.py)."""
 
 import json
 
-from editspec.text import error_types
-from editspec.text.diff import Correction, diff
+from editspec.post import error_types
+from editspec.post.diff import Correction, diff
 
 
 def types(source: str, target: str) -> list[tuple[str, str, str]]:

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from editspec.text.diff import Correction
-from editspec.text.guard import guard
-from editspec.text.spelling import load_speller
+from editspec.post.diff import Correction
+from editspec.post.checks import guard
+from editspec.pre.spelling import load_speller
 from training import back_translate
 from training.back_translate import learner_errors
 from training.synthetic.pairs import WIKI_DIR

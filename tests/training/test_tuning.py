@@ -3,8 +3,8 @@
 import sys
 
 from editspec.corrector import Corrector
-from editspec.text import segment
-from editspec.text.spelling import load_speller, respell_all
+from editspec.pre import segment
+from editspec.pre.spelling import load_speller, respell_all
 from eval import tune_rounds
 from eval.tune_guard import apply_guard
 from tests.helpers import errant_from_pairs

@@ -82,7 +82,7 @@ def evaluate(bundle: Path, hyp: Path, gold: Path) -> dict:
 def report(out: Path, data: Path | None = None) -> dict:
     """Candidate (best/) against the shipped T5 on W&I dev, paired bootstrap; a row in RECORD."""
     from editspec.evaluation.errant import ErrantEvaluator
-    from editspec.evaluation.run import read_lines
+    from editspec.evaluation.whole_set import read_lines
     from editspec.evaluation.stats import paired_bootstrap
 
     best = out / "best"

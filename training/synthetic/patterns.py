@@ -15,7 +15,7 @@ One edit of one sentence, and what it becomes::
                                               -> pattern ("on",) -> ("of",), R:PREP
 
 Each edit is undone alone in the corrected sentence, both texts are detokenized
-(``editspec.text.tokenized.detokenize``: W&I and FCE are spaCy-tokenized, ``do n't``) and split
+(``editspec.data.tokenized.detokenize``: W&I and FCE are spaCy-tokenized, ``do n't``) and split
 into ``Sentence`` tokens (``don't``, ``medium-sized``, as the Wikipedia text is), and the tokens
 that differ are the pattern. So a pattern is keyed on the text the replay sees, case folded
 (``fold``: acronyms stay) except in patterns that only change case ("English" -> "english").
@@ -51,7 +51,7 @@ from typing import NamedTuple
 from editspec.data.corpora import data_dir as default_data_dir
 from editspec.data.m2 import apply_edits, parse_block, read_blocks
 from editspec.errors import EditspecError
-from editspec.text.tokenized import detokenize
+from editspec.data.tokenized import detokenize
 from training.config import REPO_ROOT
 from training.synthetic.profile import first_annotator_edits
 from training.synthetic.sentence import fold, tokens

@@ -1,10 +1,10 @@
-"""editspec.spelling: the docstring's example and what is never touched (the Corrector's use:
+"""editspec.pre.spelling: the docstring's example and what is never touched (the Corrector's use:
 test_corrector.py)."""
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from editspec.text.spelling import load_speller, respell_all
+from editspec.pre.spelling import load_speller, respell_all
 
 
 @pytest.fixture(scope="module")

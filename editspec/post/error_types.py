@@ -2,7 +2,7 @@
 
     input    "She go to school every days."
     output   "She goes to school every day."
-    edits    Edit(4, 6, "go", "goes"), Edit(23, 27, "days", "day")      (``editspec.text.diff``)
+    edits    Edit(4, 6, "go", "goes"), Edit(23, 27, "days", "day")      (``editspec.post.diff``)
     parse    spaCy parses input and output once each (ERRANT's own pipeline)
     tokens   each edit's character span -> the token span it overlaps on each side:
              input tokens [1, 2) "go", output tokens [1, 2) "goes" (output offsets are input
@@ -22,8 +22,8 @@ import dataclasses
 import functools
 from typing import Sequence
 
-from editspec.text.diff import Correction, Edit, output_starts
-from editspec.text.tokenized import spacy_nlp
+from editspec.post.diff import Correction, Edit, output_starts
+from editspec.data.tokenized import spacy_nlp
 
 # the main type's plain name, as a noun phrase for "missing", "unnecessary", "wrong"
 NOUNS = {

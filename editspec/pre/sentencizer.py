@@ -1,7 +1,7 @@
 """Sentences as spaCy's blank English pipeline and its rule-based ``sentencizer`` find them, without
 importing spaCy.
 
-``editspec.text.segment`` splits a line into sentences with ``spacy.blank("en")`` and the
+``editspec.pre.segment`` splits a line into sentences with ``spacy.blank("en")`` and the
 ``sentencizer``. Importing spaCy and building that pipeline cost ~0.7 s of every process, more
 than half of what correcting one line may take, so this module runs the same two steps itself:
 
@@ -15,7 +15,7 @@ than half of what correcting one line may take, so this module runs the same two
 over spaCy's own English rules (its prefix, suffix, infix and URL patterns and its 1,347 special
 cases), exported once per machine from the installed spaCy into ``editspec.cache``
 (``sentencizer/en-<spaCy version>.json``; that first process imports spaCy). A span's pieces are
-kept, as spaCy's tokenizer keeps them (the same steps give them again). ``tests/text/test_sentencizer.py``
+kept, as spaCy's tokenizer keeps them (the same steps give them again). ``tests/pre/test_sentencizer.py``
 and ``python -m eval.check_sentences --m2 FILE`` compare the sentences with spaCy's (random text,
 and every line of W&I, FCE, JFLEG and CoNLL: the same spans).
 """

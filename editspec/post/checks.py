@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Collection
 
-from editspec.text.diff import Correction, edit_size, output_starts
+from editspec.post.diff import Correction, edit_size, output_starts
 
 
 def guard(c: Correction, max_edit_words: int) -> Correction:

@@ -3,7 +3,7 @@
 import pytest
 
 from editspec.errors import EditspecError
-from editspec.evaluation.run import correct_all, evaluate, read_lines
+from editspec.evaluation.whole_set import correct_all, evaluate, read_lines
 from tests.helpers import errant_from_pairs
 
 

@@ -1,8 +1,8 @@
-"""keep_unreadable (editspec/text/guard.py): no model edit of characters it cannot read, no
+"""keep_unreadable (editspec/post/checks.py): no model edit of characters it cannot read, no
 whitespace-only insertions."""
 
-from editspec.text.diff import Correction
-from editspec.text.guard import keep_unreadable
+from editspec.post.diff import Correction
+from editspec.post.checks import keep_unreadable
 from editspec.tokenization.tokens import encode, unreadable
 
 

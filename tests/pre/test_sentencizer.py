@@ -1,4 +1,4 @@
-"""Sentences without spaCy (editspec/text/sentencizer.py): the spans spaCy's blank English pipeline
+"""Sentences without spaCy (editspec/pre/sentencizer.py): the spans spaCy's blank English pipeline
 and its sentencizer give, on hard cases and on random text (W&I, FCE, JFLEG, CoNLL whole:
 ``python -m eval.check_sentences``), with spaCy's own rules exported once into the cache."""
 
@@ -8,7 +8,7 @@ import pytest
 import spacy
 from hypothesis import given, settings, strategies as st
 
-from editspec.text import sentencizer
+from editspec.pre import sentencizer
 
 HARD = ["He go home.  She say \"Hi!\" to me.Then   we eat 3.5 apple. ", "Mr. Smith lives in the U.S. since 2003!",
         "I live in St. Louis, e.g. near the river... It's fun!!! (Really?) yes.", "wait... what?! OK :) bye :-(",

@@ -1,11 +1,11 @@
-"""The character diff on long lines (editspec/text/diff.py): windows of bounded size, same edits."""
+"""The character diff on long lines (editspec/post/diff.py): windows of bounded size, same edits."""
 
 import random
 
 from rapidfuzz.distance import Indel
 
-from editspec.text import diff as diff_module
-from editspec.text.diff import Edit, apply, diff, output_starts
+from editspec.post import diff as diff_module
+from editspec.post.diff import Edit, apply, diff, output_starts
 
 
 def test_a_long_line_is_diffed_in_bounded_windows(monkeypatch):
@@ -69,7 +69,7 @@ def test_output_starts_place_each_edit_in_the_output():
 def test_a_correction_keeps_some_of_its_edits():
     """``Correction.keep`` makes only the edits given (the text in between), and finds the edits of
     what is left again: the steps after the model pass a unit's correction along so."""
-    from editspec.text.diff import Correction
+    from editspec.post.diff import Correction
 
     c = Correction.of("He go to school every days.", "He goes to the school every day.")
     assert [e.correction for e in c.edits] == ["goes", "the ", "day"]

@@ -1,7 +1,7 @@
 """One profile run: load the models, time the modes and the architectures, write the report.
 
 ``profile("dev.m2", "runs/prof", modes=["speculative"], limit=100)`` reads 100 sentences
-(``editspec.profiling.data``), loads the bundle as ``editspec correct`` does (plus its
+(``editspec.profiling.sentences``), loads the bundle as ``editspec correct`` does (plus its
 ``t5-draft/`` when a mode needs it), times T5 (always: the reference) and the speculative mode on
 the same batches (``editspec.profiling.profiler``), the spelling and rescoring steps apart when
 the bundle turns them on (``editspec.profiling.side_steps``), and with ``architectures=True``
@@ -29,7 +29,7 @@ from editspec.modeling.precision import dtype_name, resolve_dtype
 from editspec.modeling.t5 import load_t5
 from editspec.profiling import ct2 as ct2_peer
 from editspec.profiling.architectures import known, profile_architectures
-from editspec.profiling.data import read_data
+from editspec.profiling.sentences import read_data
 from editspec.profiling.end_to_end import end_to_end as whole_path
 from editspec.modes import BY_NAME, check_modes
 from editspec.profiling.pipeline import profile_pipeline

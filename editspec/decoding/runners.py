@@ -44,7 +44,7 @@ class Models(Protocol):
     device: torch.device
 
 
-class Edit5Mode:
+class Edit5Runner:
     """EdiT5 alone: a run's outputs are (token, source index or None) per row."""
 
     slotted = False  # batches of ``batch_size`` rows, not the core's slots
@@ -92,7 +92,7 @@ class Edit5Mode:
         return rescoring.edit5_scorer(models.edit5, models.edit5_tokenizer, batch_size)
 
 
-class T5Mode:
+class T5Runner:
     """T5 greedy on the decoding core: a run's outputs are T5 ids per row (no EOS)."""
 
     slotted = True  # one call for all rows: a finished row's slot takes the next at once
@@ -134,7 +134,7 @@ class T5Mode:
         return rescoring.t5_scorer(models.t5, models.t5_tokenizer, batch_size, prefix, known, models.decoders)
 
 
-class SpeculativeMode(T5Mode):
+class SpeculativeRunner(T5Runner):
     """T5 greedy, drafted (see the module docstring): the output is T5's, only the passes differ."""
 
     drafts = True
@@ -153,7 +153,7 @@ class SpeculativeMode(T5Mode):
         return drafters.Mix(drafters.Follow(drafts), drafters.Ngram())
 
 
-EDIT5 = Edit5Mode(modes.EDIT5)
-T5 = T5Mode(modes.T5)
-SPECULATIVE = SpeculativeMode(modes.SPECULATIVE)
-MODES = {m.mode.name: m for m in (EDIT5, T5, SPECULATIVE)}
+EDIT5 = Edit5Runner(modes.EDIT5)
+T5 = T5Runner(modes.T5)
+SPECULATIVE = SpeculativeRunner(modes.SPECULATIVE)
+RUNNERS = {m.mode.name: m for m in (EDIT5, T5, SPECULATIVE)}

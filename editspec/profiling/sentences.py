@@ -26,7 +26,7 @@ from typing import Sequence, TypeVar
 
 from editspec.data.m2 import apply_edits, is_m2, parse_m2
 from editspec.errors import EditspecError
-from editspec.text.tokenized import detokenize
+from editspec.data.tokenized import detokenize
 
 T = TypeVar("T")
 

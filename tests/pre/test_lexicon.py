@@ -1,4 +1,4 @@
-"""The spelling step's on-disk index (editspec/text/lexicon.py): built once, read back as the
+"""The spelling step's on-disk index (editspec/pre/lexicon.py): built once, read back as the
 dictionaries it was built from, the same respellings as the dictionaries in memory, and a damaged
 or unwritable cache never fails a run."""
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from editspec.text import lexicon
-from editspec.text.spelling import Speller, load_speller
+from editspec.pre import lexicon
+from editspec.pre.spelling import Speller, load_speller
 from tests.helpers import sentences
 
 MISSPELT = ["I recieve your leter becouse of the Tokyo meeting.", "see you tommorow, the job wich I saw",

@@ -39,7 +39,7 @@ leave many of them out):
                 one letter, nor an abbreviation itself), and the unit's first word when the unit
                 begins its line:
                 "how are you? are you ok" -> "How are you? Are you ok". A sentence that starts in
-                lower case continues the one before (``editspec.segment``), so only a unit that
+                lower case continues the one before (``editspec.pre.segment``), so only a unit that
                 begins a line (its first, or one after a line break) can start one; a later unit
                 starting in lower case is the rest of a long sentence cut in two, and keeps its
                 case. W&I train's annotators capitalise 802 of 1,133 such words, FCE train's 163
@@ -90,7 +90,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from editspec.text import lexicon
+from editspec.pre import lexicon
 
 WORD = re.compile(r"(?<![\w'’-])(?<!\w\.)[a-z]+(?![\w'’-]|\.\w)")  # not in a file name: "notes.txt"
 SENTENCE_START = re.compile(r"(?:^|(?<=[.!?])\s+)([a-z]+)(?![\w'’/-]|\.\w)")
@@ -188,13 +188,13 @@ NEIGHBOUR = re.compile(r"\w+")
 class Speller:
     """symspellpy's dictionaries and wordfreq's counts, and the settings above (reports/models.md, "Spelling"
     has how each was chosen; ``eval/tune_spelling.py`` scores them). ``index``: read them from the
-    on-disk index (``editspec.text.lexicon``), else build them in memory."""
+    on-disk index (``editspec.pre.lexicon``), else build them in memory."""
 
     def __init__(self, min_letters: int = 3, distance2_letters: int = 6, slip_prior: float = 4.0,
                  common_zipf: float = 3.3, choices: int = 6, index: bool = True):
         self.min_letters, self.distance2_letters, self.slip_prior = min_letters, distance2_letters, slip_prior
         self.common_zipf, self.choices = common_zipf, choices
-        # the dictionaries from the on-disk index (``editspec.text.lexicon``: milliseconds), or
+        # the dictionaries from the on-disk index (``editspec.pre.lexicon``: milliseconds), or
         # built in memory (seconds) without one: the same lookups either way
         self.index = lexicon.open_index() if index else None
         self.symspell = self.index.symspell() if self.index is not None else lexicon.build_symspell()
@@ -370,7 +370,7 @@ def _within(short: str, long: str) -> bool:
 @functools.lru_cache(maxsize=1)
 def load_speller() -> Speller:
     """The one Speller of the process, made at its first use (its index opens in milliseconds once
-    built: ``editspec.text.lexicon``; ``editspec profile`` reports how long it took)."""
+    built: ``editspec.pre.lexicon``; ``editspec profile`` reports how long it took)."""
     return Speller()
 
 

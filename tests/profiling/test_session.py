@@ -1,4 +1,4 @@
-"""`editspec profile` end to end (editspec/cli/profile.py -> editspec/profiling/run.py): a smoke
+"""`editspec profile` end to end (editspec/cli/profile.py -> editspec/profiling/session.py): a smoke
 run of the harness on 5 sentences with the tiny random bundle. Benchmarks are commands, not
 tests: these check the report's structure, that every exact mode reproduced T5's greedy output,
 the acceptance bookkeeping, and that the report files and plots are written."""

@@ -1,6 +1,6 @@
 """The spelling step's dictionaries as one compact index on disk, ready in milliseconds.
 
-``editspec.text.spelling`` reads symspellpy's English dictionaries (82,834 words, 242,342 word
+``editspec.pre.spelling`` reads symspellpy's English dictionaries (82,834 words, 242,342 word
 pairs, and the 676,094 deletes its lookup searches) and wordfreq's Zipf frequencies. Built in
 memory they take seconds in every process (symspellpy's own pickle, ~2.5 s); here they are
 built once per machine into ``editspec.cache`` (``spelling/lexicon-<key>.sqlite``, ~50 MB) and
@@ -13,7 +13,7 @@ each process opens that file read-only::
 
 The lookups run symspellpy's own ``SymSpell.lookup`` over these tables (its dictionaries
 replaced by the views below), so the candidates, their order and their counts are the ones the
-dictionaries built in memory give: the same respellings (``tests/text/test_lexicon.py``; the
+dictionaries built in memory give: the same respellings (``tests/pre/test_lexicon.py``; the
 whole of W&I dev by ``python -m eval.check_lexicon --m2 ABCN.dev.gold.bea19.m2``). SQLite (the standard library)
 because the file is opened, not read: the deletes alone are 2 million entries.
 

@@ -1,11 +1,11 @@
-"""editspec/profiling/data.py: the three input formats, sampling, batches and padded model inputs."""
+"""editspec/profiling/sentences.py: the three input formats, sampling, batches and padded model inputs."""
 
 import pytest
 import torch
 
 from editspec.errors import EditspecError
 from editspec.modeling.tensors import model_inputs
-from editspec.profiling.data import batches, read_data
+from editspec.profiling.sentences import batches, read_data
 
 
 def test_read_data(tmp_path):

@@ -32,7 +32,7 @@ from rapidfuzz.distance import Indel
 class Edit:
     """One change: ``input[start:end]`` (character offsets) became ``correction``. ``type`` is its
     ERRANT error type ("R:VERB:SVA") and ``message`` says it in words, once classified
-    (``editspec.text.error_types.typed``; ``Corrector.correct_detailed(..., types=True)``)."""
+    (``editspec.post.error_types.typed``; ``Corrector.correct_detailed(..., types=True)``)."""
 
     start: int
     end: int

@@ -35,7 +35,7 @@ paragraphs, paragraph split exactly right, one CPU thread; /tmp scratch benchmar
 All are far faster than any model (a CPU model corrects a few thousand chars/s), so speed does
 not decide. spaCy is already a dependency (ERRANT needs it) and maintained; pysbd is 5-10x
 slower and unreleased since 2021; sentencex would be a new dependency for the same accuracy.
-The pipeline runs without importing spaCy (``editspec.text.sentencizer``: its tokenizer's steps
+The pipeline runs without importing spaCy (``editspec.pre.sentencizer``: its tokenizer's steps
 over its rules, the same sentences): spaCy's import cost ~0.7 s of every process.
 
 Chunks: a sentence longer than ``max_tokens`` (model ids, EOS excluded) is cut at the last
@@ -51,7 +51,7 @@ import functools
 import re
 from typing import TYPE_CHECKING, NamedTuple, Sequence
 
-from editspec.text import sentencizer
+from editspec.pre import sentencizer
 from editspec.tokenization.tokens import encode
 
 if TYPE_CHECKING:
@@ -203,7 +203,7 @@ class Place(NamedTuple):
     """Where a unit sits in its line: only a unit that begins a line can start a sentence in lower
     case (a later "sentence" in lower case joins the one before, and a later unit in lower case is
     the rest of a chunked sentence), and only one that ends a line can end it without a stop
-    (``editspec.spelling`` capitalises the one and ends the other)."""
+    (``editspec.pre.spelling`` capitalises the one and ends the other)."""
 
     starts_line: bool  # its line's first unit, or the first after a line break
     ends_line: bool  # its line's last unit, or the last before a line break
