@@ -5,7 +5,7 @@ way a learner writes: 10,000 steps of them teach a T5 little about learners' tex
 (reports/models.md). An error model has learnt that from the learners themselves: a T5 trained on
 W&I train + FCE train with the pairs turned around (``configs/t5-small-cpu-errors.yaml``,
 ``reverse: true``), corrected text in, the learner's text out. Sampled token by token
-(``editspec.decoding.core.generate(do_sample=True)``; greedy would copy nearly every sentence; ``--temperature 0.9`` gives 73%
+(``editspec.decoding.core.generate(sampling=...)``; greedy would copy nearly every sentence; ``--temperature 0.9`` gives 73%
 of sentences changed and 0.09 edits a word, near W&I train's 66% and 0.12, where 1.0 writes word
 salad), it writes a different error sentence each time (seed fixed: one Wikipedia sentence, one
 model, one seed, one output). A small error model also loses the rare words it cannot spell, and
@@ -97,7 +97,7 @@ def sample_errors(model, tok, sentences: list[str], seed: int, temperature: floa
     order = sorted(range(len(sentences)), key=lambda i: -len(encoded[i].ids))
     rows = [encoded[i].ids + [tok.eos_token_id] for i in order]
     sampled, _ = core.generate(model, rows, batch_size, max_new_tokens=[len(r) + 16 for r in rows],
-                               do_sample=True, temperature=temperature, generator=generator)
+                               sampling=core.Sampling(temperature, generator=generator))
     out = [""] * len(sentences)
     for i, ids in zip(order, sampled):
         out[i] = render_ids(tok, encoded[i], ids)

@@ -1,6 +1,7 @@
 """``editspec profile``: a latency report of EdiT5, T5, speculative T5 and their peers.
 
-The flags become the plain arguments of ``editspec.profiling.session.profile``::
+The flags become the options of ``editspec.profiling.session.profile`` (``ProfileOptions``: what
+to time; ``ModelOptions``: which models)::
 
     editspec profile --data ABCN.dev.gold.bea19.m2 --limit 100 --modes t5 edit5 speculative --out runs/prof
     wrote runs/prof/report.json, runs/prof/report.md and plots
@@ -98,15 +99,15 @@ def run_profile(args: argparse.Namespace) -> int:
         return run_processes(args)
     modes = check_modes(args.modes or tuple(BY_NAME)) if set(args.modes or ()) != {"none"} else []
     gamma = _gamma(args.gamma)
-    from editspec.profiling.session import profile  # torch: only once the flags are known to be good
+    # torch: only once the flags are known to be good
+    from editspec.profiling.session import ModelOptions, ProfileOptions, profile
 
-    options = {k: v for k, v in vars(args).items() if isinstance(v, (str, int, float, bool, list, type(None)))}
-    profile(args.data, args.out, modes, architectures=args.architectures, model=args.model, edit5=args.edit5,
-            t5=args.t5, t5_draft=args.t5_draft, device=args.device, threads=args.threads,
-            batch_size=args.batch_size, limit=args.limit, seed=args.seed, warmup=args.warmup, gamma=gamma,
-            prompt_lookup_tokens=args.prompt_lookup_tokens, dtype=args.dtype, quantize=args.quantize,
-            trace=args.trace, pipeline=args.pipeline, end_to_end=args.end_to_end, ct2_cache=args.ct2_cache,
-            options=options, progress=sys.stderr.isatty())
+    flags = {k: v for k, v in vars(args).items() if isinstance(v, (str, int, float, bool, list, type(None)))}
+    what = ProfileOptions(modes, args.architectures, args.pipeline, args.end_to_end, args.trace, args.batch_size,
+                          args.limit, args.seed, args.warmup, gamma, args.prompt_lookup_tokens)
+    models = ModelOptions(args.model, args.edit5, args.t5, args.t5_draft, args.device, args.threads, args.dtype,
+                          args.quantize, args.ct2_cache)
+    profile(args.data, args.out, what, models, flags, progress=sys.stderr.isatty())
     out = Path(args.out)
     print(f"wrote {out / 'report.json'}, {out / 'report.md'} and plots", file=sys.stderr)
     return 0

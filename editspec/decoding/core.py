@@ -136,12 +136,12 @@ class _Stream:
 def generate(
     model: T5ForConditionalGeneration, sources: Sequence[Sequence[int]], slots: int = 32,
     drafter: Drafter | None = None, max_new_tokens: int | Sequence[int] = 128,
-    window: int | WindowPolicy | None = None, do_sample: bool = False, temperature: float = 1.0,
-    top_p: float = 1.0, generator: torch.Generator | None = None,
+    window: int | WindowPolicy | None = None, sampling: Sampling | None = None,
     done: Callable[[int], None] | None = None, scores: bool = False, decoders: Decoders | None = None,
 ) -> tuple[list[list[int]], SpecStats]:
     """T5's output ids (no start token, no EOS) for each source (ids ending in EOS), greedy or
-    sampled, drafted by ``drafter`` (None: one token per pass), ``slots`` sentences at a time;
+    sampled (``sampling``; None: greedy), drafted by ``drafter`` (None: one token per pass),
+    ``slots`` sentences at a time;
     sentence i's output is at most ``max_new_tokens`` (or its own ``max_new_tokens[i]``) ids.
 
     ``window``: draft tokens per row and pass, a fixed number or a ``WindowPolicy`` (None: the
@@ -172,7 +172,7 @@ def generate(
     with (decoders or Decoders()).lease(model, slots, max(map(len, sources)), max(budget) + 1) as dec:
         stats.widths = (dec.xmask.shape[1], dec.k[0].shape[2])
         st = _Stream(dec, eos, drafter, window if drafter is not None else None,
-                     Sampling(temperature, top_p, generator) if do_sample else None, done,
+                     sampling, done,
                      sources, budget, out, stats, waiting, [None] * slots, [dec.start] * slots)
         while True:
             refill(st)
@@ -343,5 +343,5 @@ def sample(model: T5ForConditionalGeneration, input_ids: torch.Tensor, attention
            generator: torch.Generator | None = None, slots: int | None = None) -> list[list[int]]:
     """Sampled output ids per row of a padded batch (``t5.token_probs`` at every step)."""
     rows = inputs(input_ids, attention_mask)
-    return generate(model, rows, slots or len(rows), max_new_tokens=max_new_tokens, do_sample=True,
-                    temperature=temperature, top_p=top_p, generator=generator)[0]
+    return generate(model, rows, slots or len(rows), max_new_tokens=max_new_tokens,
+                    sampling=Sampling(temperature, top_p, generator))[0]

@@ -80,7 +80,7 @@ def token_log_probs(logits: torch.Tensor, tokens: Sequence[int]) -> list[float]:
 
 def token_probs(logits: torch.Tensor, temperature: float = 1.0, top_p: float = 1.0) -> torch.Tensor:
     """Sampling distribution over the vocabulary for logits [..., vocab]: temperature, then
-    top-p (nucleus), as ``generate(do_sample=True)`` applies them; softmax in >= float32."""
+    top-p (nucleus), as transformers' ``generate(do_sample=True)`` applies them; softmax in >= float32."""
     shape = logits.shape
     from transformers.generation.logits_process import TemperatureLogitsWarper, TopPLogitsWarper  # sampling only
 

@@ -1,6 +1,6 @@
 """One profile run: load the models, time the modes and the architectures, write the report.
 
-``profile("dev.m2", "runs/prof", modes=["speculative"], limit=100)`` reads 100 sentences
+``profile("dev.m2", "runs/prof", ProfileOptions(modes=["speculative"], limit=100))`` reads 100 sentences
 (``editspec.profiling.sentences``), loads the bundle as ``editspec correct`` does (plus its
 ``t5-draft/`` when a mode needs it), times T5 (always: the reference) and the speculative mode on
 the same batches (``editspec.profiling.profiler``), the spelling and rescoring steps apart when
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -58,47 +59,108 @@ def load_ct2(t5_dir, device: torch.device, cache) -> tuple[ct2_peer.CT2Peer | No
         return None, str(e)
 
 
-def load_profiler(corrector: Corrector, modes: Sequence[str], model: str | None, t5_draft: str | None, dev,
-                  torch_dtype, quantize: str | None, ct2_cache, report: dict, **settings) -> Profiler:
-    """The ``Profiler`` of ``corrector``'s models and what ``modes`` need beside them: the small T5
-    (``t5_draft``, else the bundle's ``t5-draft/``), transformers' T5 (hf-*), the CTranslate2 peer
-    (ct2-*; its version or why it is missing goes into ``report``), all quantized as asked."""
-    small = None
-    draft_dir = t5_draft
+@dataclass(frozen=True)
+class ModelOptions:
+    """Which models a profile loads, and how: ``editspec correct``'s model options, with
+    ``t5_draft`` (the small T5 that hf-assisted drafts with; default the bundle's ``t5-draft/``),
+    ``threads`` (fixed for the whole run) and ``ct2_cache`` (where the CTranslate2 conversion of
+    the T5 is kept; default ``editspec.cache``'s ``ct2/``). ``dtype``: a name of
+    ``precision.DTYPES`` (None: ``precision.default_dtype``); ``quantize``: "int8"
+    (``editspec.modeling.quantization``), every model timed quantized."""
+
+    model: str | None = None
+    edit5: str | None = None
+    t5: str | None = None
+    t5_draft: str | None = None
+    device: str | None = None
+    threads: int | None = None
+    dtype: str | None = None
+    quantize: str | None = None
+    ct2_cache: str | os.PathLike | None = None
+
+
+@dataclass(frozen=True)
+class ProfileOptions:
+    """What a profile times, on which sentences. ``modes`` (``editspec.modes``; T5, the reference,
+    always runs), ``architectures`` (True or names: random T5/EdiT5 at real sizes), ``pipeline``
+    (``editspec correct``'s whole path step by step, ``profiling.pipeline``), ``end_to_end`` (that
+    path against ``--mode t5`` and CTranslate2's bare greedy decoding, in turns,
+    ``profiling.end_to_end``), ``trace`` (a torch.profiler trace per mode). ``limit`` sentences of
+    the data (a random ``limit`` with ``seed``), ``warmup`` untimed batches of ``batch_size``.
+    ``gamma``: the speculative modes' draft window: "auto" (the decoding core's, from measured pass
+    costs), a fixed number of tokens, or "all" (the whole remaining draft, up to 48);
+    ``prompt_lookup_tokens``: hf-prompt-lookup's."""
+
+    modes: Sequence[str] = ()
+    architectures: bool | Sequence[str] = False
+    pipeline: bool = False
+    end_to_end: bool = False
+    trace: bool = False
+    batch_size: int = 1
+    limit: int | None = 100
+    seed: int | None = None
+    warmup: int = 5
+    gamma: int | str = "auto"
+    prompt_lookup_tokens: int = 10
+
+    @property
+    def use_architectures(self) -> bool:
+        return self.architectures is True or isinstance(self.architectures, (list, tuple))  # [] : the defaults
+
+    def checked(self) -> ProfileOptions:
+        """These options with ``modes`` checked (``modes.check_modes``); a one-line error for the rest."""
+        if self.batch_size < 1:
+            raise EditspecError("batch size must be at least 1")
+        if self.warmup < 0:
+            raise EditspecError("--warmup must be 0 or more")
+        modes = check_modes(self.modes)
+        if not modes and not self.use_architectures and not self.pipeline and not self.end_to_end:
+            raise EditspecError("nothing to profile: give --modes, --architectures, --pipeline or --end-to-end")
+        return replace(self, modes=modes)
+
+
+def load_profiler(corrector: Corrector, what: ProfileOptions, models: ModelOptions, dev, dtype,
+                  report: dict) -> Profiler:
+    """The ``Profiler`` of ``corrector``'s models and what ``what.modes`` need beside them: the small
+    T5, transformers' T5 (hf-*), the CTranslate2 peer (ct2-*; its version or why it is missing goes
+    into ``report``), all quantized as asked."""
+    bundle, modes, small = corrector.bundle, what.modes, None
+    draft_dir = models.t5_draft
     if draft_dir is None:
-        root = Path(model) if model else DEFAULT_MODEL
+        root = Path(models.model) if models.model else DEFAULT_MODEL
         draft_dir = root / "t5-draft" if (root / "t5-draft" / "config.json").is_file() else None
     if draft_dir is not None and any("t5-draft" in BY_NAME[m].needs for m in modes):
-        small, small_tok = load_t5(draft_dir, device=dev, dtype=torch_dtype, transformers=True)
-        t5_tokenizer = corrector.bundle.t5_tokenizer
-        if t5_tokenizer is not None and small_tok.get_vocab() != t5_tokenizer.get_vocab():
+        small, small_tok = load_t5(draft_dir, device=dev, dtype=dtype, transformers=True)
+        if bundle.t5_tokenizer is not None and small_tok.get_vocab() != bundle.t5_tokenizer.get_vocab():
             raise EditspecError(f"the small T5 at {draft_dir} has another tokenizer than the T5")
     hf_t5 = None  # transformers' generate (hf-*) runs on transformers' model of the same T5
-    if corrector.bundle.t5 is not None and any(m.startswith("hf-") for m in modes):
-        hf_t5, _ = load_t5(corrector.bundle.paths["t5"], device=dev, dtype=torch_dtype, transformers=True)
-    if quantize is not None:  # the T5 first: a shared encoder is then quantized once
-        for m in (corrector.bundle.t5, corrector.bundle.edit5, small, hf_t5):
+    if bundle.t5 is not None and any(m.startswith("hf-") for m in modes):
+        hf_t5, _ = load_t5(bundle.paths["t5"], device=dev, dtype=dtype, transformers=True)
+    if models.quantize is not None:  # the T5 first: a shared encoder is then quantized once
+        for m in (bundle.t5, bundle.edit5, small, hf_t5):
             if m is not None:
-                quantization.quantize(m, quantize)
+                quantization.quantize(m, models.quantize)
     peer, peer_why = None, None
     if any(isinstance(TIMED[m], CT2) for m in modes):
-        peer, peer_why = load_ct2(corrector.bundle.paths.get("t5"), dev, ct2_cache)
+        peer, peer_why = load_ct2(bundle.paths.get("t5"), dev, models.ct2_cache)
         report["ctranslate2"] = peer_why or ct2_version()
-    return Profiler(corrector.bundle, small, ct2=peer, ct2_unavailable=peer_why, hf_t5=hf_t5, **settings)
+    return Profiler(bundle, small, what.gamma, what.prompt_lookup_tokens, ct2=peer, ct2_unavailable=peer_why,
+                    hf_t5=hf_t5)
 
 
-def correct_path(load: dict, sources: list[str], warmup: int, pipeline: bool, end_to_end: bool, ct2_cache) -> dict:
+def correct_path(what: ProfileOptions, models: ModelOptions, dev, dtype, sources: list[str]) -> dict:
     """The report's ``pipeline`` (with the load's seconds) and/or ``end_to_end`` entries, of a
-    corrector loaded as ``editspec correct`` loads it (``load``: ``Corrector.from_pretrained``'s arguments)."""
+    corrector loaded as ``editspec correct`` loads it."""
     start = time.perf_counter()
-    corrector = Corrector.from_pretrained(**load)
+    corrector = Corrector.from_pretrained(models.model, edit5=models.edit5, t5=models.t5, device=dev,
+                                          batch_size=what.batch_size, dtype=dtype, quantize=models.quantize)
     load_seconds = time.perf_counter() - start
     out = {}
-    if pipeline:
-        out["pipeline"] = {**profile_pipeline(corrector, sources, warmup), "load_seconds": load_seconds}
-    if end_to_end:
-        peer, peer_why = load_ct2(corrector.bundle.paths.get("t5"), load["device"], ct2_cache)
-        out["end_to_end"] = whole_path(corrector, sources, peer, peer_why, warmup=warmup)
+    if what.pipeline:
+        out["pipeline"] = {**profile_pipeline(corrector, sources, what.warmup), "load_seconds": load_seconds}
+    if what.end_to_end:
+        peer, peer_why = load_ct2(corrector.bundle.paths.get("t5"), dev, models.ct2_cache)
+        out["end_to_end"] = whole_path(corrector, sources, peer, peer_why, warmup=what.warmup)
     return out
 
 
@@ -110,81 +172,64 @@ def check_architectures(names: list[str] | None) -> list[str] | None:
     return names
 
 
-def profile(data: str | os.PathLike, out: str | os.PathLike, modes: Sequence[str] = (), *,
-            architectures: bool | Sequence[str] | None = False, model: str | None = None, edit5: str | None = None,
-            t5: str | None = None, t5_draft: str | None = None, device: str | None = None,
-            threads: int | None = None, batch_size: int = 1, limit: int | None = 100,
-            seed: int | None = None, warmup: int = 5, gamma: int | str = "auto",
-            prompt_lookup_tokens: int = 10, dtype: str | None = None, quantize: str | None = None,
-            trace: bool = False, pipeline: bool = False, end_to_end: bool = False,
-            ct2_cache: str | os.PathLike | None = None, options: dict | None = None, progress: bool = False) -> dict:
-    """Profile ``modes`` (and with ``architectures`` the random architectures) on the sentences
-    of ``data``; write the report into ``out`` and return it. ``gamma``: the speculative modes'
-    draft window: "auto" (the decoding core's, from measured pass costs), a fixed number of
-    tokens, or "all" (the whole remaining draft, up to 48); ``dtype``: a name of
-    ``precision.DTYPES`` (None: ``precision.default_dtype``, as ``editspec correct``);
-    ``quantize``: "int8" (``editspec.modeling.quantization``), every model timed quantized;
-    ``pipeline``: also time ``editspec correct``'s whole path step by step
-    (``editspec.profiling.pipeline``), the sentences as lines; ``end_to_end``: that path against
-    ``--mode t5`` and CTranslate2's bare greedy decoding, in turns (``editspec.profiling.end_to_end``);
-    ``ct2_cache``: where the CTranslate2 conversion of the T5 is kept (default ``editspec.cache``'s
-    ``ct2/``); ``options``: recorded as given (the CLI's flags)."""
-    modes = check_modes(modes)
-    if batch_size < 1:
-        raise EditspecError("batch size must be at least 1")
-    if warmup < 0:
-        raise EditspecError("--warmup must be 0 or more")
-    use_architectures = architectures is True or isinstance(architectures, (list, tuple))  # [] : the defaults
-    if not modes and not use_architectures and not pipeline and not end_to_end:
-        raise EditspecError("nothing to profile: give --modes, --architectures, --pipeline or --end-to-end")
-    sources, targets = read_data(data, limit, seed)
-    if use_architectures and targets is None:
+def profile(data: str | os.PathLike, out: str | os.PathLike, what: ProfileOptions,
+            models: ModelOptions = ModelOptions(), flags: dict | None = None, progress: bool = False) -> dict:
+    """Profile what ``what`` asks for on the sentences of ``data``, with the models ``models``
+    says; write the report into ``out`` and return it (``flags``: the CLI's, recorded as given)."""
+    what = what.checked()
+    sources, targets = read_data(data, what.limit, what.seed)
+    if what.use_architectures and targets is None:
         raise EditspecError("--architectures forces decoder steps from gold targets: give an M2 file or "
                             "source<TAB>target lines")
-    torch.set_num_threads(threads or torch.get_num_threads())  # fixed for the whole run
-    dev = resolve_device(device)
-    torch_dtype = resolve_dtype(dtype, dev, quantize)
+    torch.set_num_threads(models.threads or torch.get_num_threads())  # fixed for the whole run
+    dev = resolve_device(models.device)
+    dtype = resolve_dtype(models.dtype, dev, models.quantize)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise EditspecError(f"--out {out} is not a directory")
     out.mkdir(parents=True, exist_ok=True)
     report: dict = {
         "device": device_name(dev), "threads": torch.get_num_threads(), "sentences": 0,
-        "batch_size": batch_size, "torch": torch.__version__, "transformers": transformers.__version__,
-        "dtype": dtype_name(torch_dtype), "quantize": quantize,
-        "data": str(data), "limit": limit, "seed": seed,
-        "warmup": warmup, "gamma": gamma, "prompt_lookup_tokens": prompt_lookup_tokens,
-        "skipped_long": 0, "options": dict(options or {}), "modes": {}, "architectures": {},
+        "batch_size": what.batch_size, "torch": torch.__version__, "transformers": transformers.__version__,
+        "dtype": dtype_name(dtype), "quantize": models.quantize,
+        "data": str(data), "limit": what.limit, "seed": what.seed,
+        "warmup": what.warmup, "gamma": what.gamma, "prompt_lookup_tokens": what.prompt_lookup_tokens,
+        "skipped_long": 0, "options": dict(flags or {}), "modes": {}, "architectures": {},
     }
-    raw = None
-    tokenizer = None
     with quiet_transformers():
-        if modes:
-            corrector = Corrector.from_pretrained(model, edit5=edit5, t5=t5, device=dev, dtype=torch_dtype)
-            profiler = load_profiler(corrector, modes, model, t5_draft, dev, torch_dtype, quantize, ct2_cache,
-                                     report, gamma=gamma, prompt_lookup_tokens=prompt_lookup_tokens)
-            max_ids = min(n for _, n in corrector.limits)
-            report["modes"], raw = profile_modes(profiler, sources, modes, batch_size, warmup, max_ids,
-                                                 out if trace else None, progress=progress)
-            report["sentences"], report["skipped_long"] = raw["sentences"], raw["skipped_long"]
-            if corrector.spelling:
-                report["spelling"] = time_spelling(sources, warmup)
-            if corrector.rescore:
-                report["rescoring"] = time_rescoring(corrector, sources, warmup)
-            tokenizer = profiler.tokenizer
-        if pipeline or end_to_end:
-            load = dict(model=model, edit5=edit5, t5=t5, device=dev, batch_size=batch_size, dtype=torch_dtype,
-                        quantize=quantize)
-            report.update(correct_path(load, sources, warmup, pipeline, end_to_end, ct2_cache))
+        raw, tokenizer = time_modes(what, models, dev, dtype, sources, out, report, progress)
+        if what.pipeline or what.end_to_end:
+            report.update(correct_path(what, models, dev, dtype, sources))
             report["sentences"] = report["sentences"] or len(sources)
-        if use_architectures:
+        if what.use_architectures:
             if tokenizer is None:
-                edit5_path, t5_path = resolve_models(model, edit5, t5) if (model or edit5 or t5) else (None, None)
-                tokenizer = load_tokenizer(t5_path or edit5_path or DEFAULT_MODEL / "tokenizer")
-            names = None if architectures is True else list(architectures) or None  # none named: the defaults
-            report["architectures"] = profile_architectures(sources, targets, tokenizer, dev, torch_dtype, batch_size,
-                                                            warmup, names=check_architectures(names), progress=progress)
-            if not modes:
+                paths = resolve_models(models.model, models.edit5, models.t5) \
+                    if (models.model or models.edit5 or models.t5) else (None, None)
+                tokenizer = load_tokenizer(paths[1] or paths[0] or DEFAULT_MODEL / "tokenizer")
+            names = None if what.architectures is True else list(what.architectures) or None  # none: the defaults
+            report["architectures"] = profile_architectures(sources, targets, tokenizer, dev, dtype, what.batch_size,
+                                                            what.warmup, names=check_architectures(names),
+                                                            progress=progress)
+            if not what.modes:
                 report["sentences"] = next(iter(report["architectures"].values()))["sentences"]
     write_report(out, report, raw)
     return report
+
+
+def time_modes(what: ProfileOptions, models: ModelOptions, dev, dtype, sources: list[str], out: Path,
+               report: dict, progress: bool) -> tuple[dict | None, object]:
+    """The report's ``modes`` (and ``spelling`` and ``rescoring``, when the bundle turns those
+    steps on): (the raw samples for the plots, the tokenizer), or (None, None) without modes."""
+    if not what.modes:
+        return None, None
+    corrector = Corrector.from_pretrained(models.model, edit5=models.edit5, t5=models.t5, device=dev, dtype=dtype)
+    profiler = load_profiler(corrector, what, models, dev, dtype, report)
+    max_ids = min(n for _, n in corrector.limits)
+    report["modes"], raw = profile_modes(profiler, sources, what.modes, what.batch_size, what.warmup, max_ids,
+                                         out if what.trace else None, progress=progress)
+    report["sentences"], report["skipped_long"] = raw["sentences"], raw["skipped_long"]
+    if corrector.spelling:
+        report["spelling"] = time_spelling(sources, what.warmup)
+    if corrector.rescore:
+        report["rescoring"] = time_rescoring(corrector, sources, what.warmup)
+    return raw, profiler.tokenizer

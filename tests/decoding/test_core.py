@@ -212,7 +212,7 @@ def test_sampling_keeps_the_distribution():
     rng = random.Random(0)
     drafts = [rng.choice([[2, 3], [4], [], [5, 5, 2], [EOS]]) for _ in range(n)]
     out, stats = core.generate(model, [source] * n, 16, drafters.Follow(drafts, resync=False), 2,
-                               window=2, do_sample=True, generator=torch.Generator().manual_seed(1))
+                               window=2, sampling=core.Sampling(generator=torch.Generator().manual_seed(1)))
     assert 0 < stats.acceptance_rate < 1
     seen = Counter((o[0], o[1] if len(o) > 1 else EOS) if o else (EOS, None) for o in out)
     keys = [k for k in p2 if p2[k] * n > 5]
@@ -351,8 +351,7 @@ def test_sampling_with_temperature_and_top_p_keeps_the_distribution(temperature,
     rng = random.Random(0)
     drafts = [rng.choice([[2, 3], [4], [], [5, 5, 2], [EOS]]) for _ in range(n)]
     out, stats = core.generate(model, [source] * n, 16, drafters.Follow(drafts, resync=False), 2, window=4,
-                               do_sample=True, temperature=temperature, top_p=top_p,
-                               generator=torch.Generator().manual_seed(1))
+                               sampling=core.Sampling(temperature, top_p, torch.Generator().manual_seed(1)))
     assert 0 < stats.acceptance_rate < 1
     first = Counter(row[0] if row else EOS for row in out)
     support = [t for t in range(vocab) if p1[t] > 0]
