@@ -521,6 +521,22 @@ def test_cli_text_is_byte_identical_with_identity_model(models, tmp_path, capsys
     assert run_cli(capsysbinary, src, "--model", models / "identity")[1] == b"\xef\xbb\xbf" + INPUT.encode()
 
 
+def test_cli_sample_is_the_packaged_file(models, capsysbinary):
+    """``--sample`` corrects the sample inside the package (the wheel ships it: package-data), so
+    the quick start runs from an installed wheel as from a clone."""
+    import tomllib
+
+    from editspec.cli.correct import SAMPLE as PACKAGED
+
+    assert PACKAGED == SAMPLE and PACKAGED.is_file()
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["editspec"]
+    assert "samples/*" in data
+    rc, out, err = run_cli(capsysbinary, "--sample", "--model", models / "identity", "--no-progress")
+    assert rc == 0 and out == SAMPLE.read_bytes(), err
+    rc, out, err = run_cli(capsysbinary, "--sample", "--text", "x", "--model", models / "identity")
+    assert rc == 2 and "not two of them" in err
+
+
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.text(alphabet=st.one_of(st.sampled_from("\r\n\t  .,"), st.characters(codec="utf-8")), max_size=200))
 def test_cli_property_identity_is_byte_identical(models, tmp_path_factory, capsysbinary, monkeypatch, text):
@@ -639,7 +655,6 @@ def test_cli_errors_are_one_line(models, tmp_path, capsysbinary):
         ((bad, "--model", empty_dir), "line 2 is not UTF-8"),  # the input is read before the model
         ((SAMPLE, "--model", empty_dir), "neither a model directory"),
         ((SAMPLE, "--model", models / "identity", "-o", tmp_path / "no" / "out.txt"), "does not exist"),
-        ((SAMPLE, "--model", models / "identity", "--batch-size", "0"), "batch size"),
         ((SAMPLE, "--model", models / "identity", "--device", "nonsense"), "unknown device"),
         ((SAMPLE, "--model", models / "identity", "--max-edit-words", "-1"), "max edit words"),
         ((SAMPLE, "--model", models / "identity", "--rounds", "0"), "rounds must be"),
@@ -648,6 +663,11 @@ def test_cli_errors_are_one_line(models, tmp_path, capsysbinary):
         rc, out, err = run_cli(capsysbinary, *args)
         assert rc == 2 and out == b"", args
         assert err.count("\n") == 1 and err.startswith("editspec: error:") and message in err, err
+    # a usage error, before any input is read or model loaded (the model named here is none)
+    for flag in ("--batch-size", "--threads"):
+        rc, out, err = run_cli(capsysbinary, tmp_path / "missing.txt", "--model", empty_dir, flag, "0")
+        assert rc == 2 and out == b"" and err.count("\n") == 1, err
+        assert err.startswith(f"editspec correct: error: argument {flag}: must be an integer of 1 or more"), err
 
 
 def test_cli_subprocess_no_traceback(models, tmp_path):

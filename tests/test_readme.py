@@ -3,7 +3,7 @@
 Read from the files themselves, so an example changed there is checked as it now reads:
 - the Python block of "Using it": each line with ``# -> VALUE`` is evaluated and compared with
   VALUE; the other lines run as written (``Corrector.from_pretrained()`` is the one model load);
-- the "Fixed" block: each line appears in ``--format diff`` of ``editspec/samples/learner.txt``;
+- the "Fixed" block: each line appears in ``--format diff`` of the packaged sample (``--sample``);
 - the "Missed" sentences: "A~~ B~~ C" is written "A B C" in the sample and comes back "A C";
 - the server page's sample text (``editspec/serve/page/index.html``) is the README's, and comes
   back as the README says;
@@ -66,7 +66,8 @@ def sample_diff(corrector) -> list[str]:
 def test_fixed_and_missed_in_the_sample(namespace):
     corrector = namespace["corrector"]
     diffs = sample_diff(corrector)
-    fixed = re.search(r"Fixed \(from `editspec correct editspec/samples/learner.txt --format diff`\):\n\n```\n(.*?)```",
+    fixed = re.search(r"Fixed \(from `editspec correct --sample --format diff`, the sample shipped in the package\):"
+                      r"\n\n```\n(.*?)```",
                       README, re.S)
     assert fixed, "README's 'Fixed' block not found"
     examples = fixed.group(1).splitlines()

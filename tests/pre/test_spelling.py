@@ -157,3 +157,12 @@ def test_settings_each_do_what_they_say(speller, fragment):
         assert fragment("the job wich I saw") == "the job with I saw"
     finally:
         speller.distance2_letters, speller.slip_prior, speller.common_zipf = letters, prior, common
+
+
+def test_an_irregular_verb_written_with_ed_is_left_for_the_model():
+    """"buyed" is a grammar error ("bought", the model's to correct); its nearest dictionary
+    words are other words ("buoyed", "good" for "goed"). A misspelt regular past is respelled."""
+    speller = load_speller()
+    for text in ["I buyed a car.", "He goed home.", "She writed it.", "They runned away.", "He teached me."]:
+        assert speller.respell(text) == text
+    assert speller.respell("He stoped it and recieved it.") == "He stopped it and received it."
