@@ -164,7 +164,8 @@ def test_bad_settings_files_are_one_line_errors(bundle, tmp_path):
 def test_command_line_errors_are_one_line(bundle, tmp_path, capsys):
     text = tmp_path / "in.txt"
     text.write_text("She go home.\n")
-    for args, message in [(["--threads", "-1"], "--threads must be 1 or more"), (["--threads", "0"], "--threads must be"),
+    for args, message in [(["--threads", "-1"], "--threads: must be an integer of 1 or more"),
+                          (["--threads", "0"], "--threads: must be"),
                           (["--mode", "bogus"], "invalid choice: 'bogus'")]:
         try:
             rc = cli.main(["correct", str(text), "--model", str(bundle), *args])

@@ -42,9 +42,9 @@ def test_corrector_quantizes_both_models(tmp_path, tokenizer):
     root = tiny_bundle(tmp_path, tokenizer)
     fp32 = Corrector.from_pretrained(root / "bundle", mode="speculative")
     int8 = Corrector.from_pretrained(root / "bundle", mode="speculative", quantize="int8")
-    for m in (int8.t5, int8.edit5):
+    for m in (int8.bundle.t5, int8.bundle.edit5):
         assert any(isinstance(x, DynamicQuantizedLinear) for x in m.modules())
         assert not any(isinstance(x, torch.nn.Linear) for x in m.modules())
-    assert not any(isinstance(x, DynamicQuantizedLinear) for x in fp32.t5.modules())
+    assert not any(isinstance(x, DynamicQuantizedLinear) for x in fp32.bundle.t5.modules())
     texts = ["He go to school .", "", "A b c d e f g ."]
     assert len(int8.correct(texts)) == 3

@@ -133,7 +133,7 @@ def test_ct2_without_ctranslate2_is_skipped(bundle, dev_m2, tmp_path, monkeypatc
     (["--gamma", "0"], "--gamma must be 'auto', 'all' or a positive integer"),
     (["--mode", "t5"], "use --modes"),
     (["--modes", "none"], "nothing to profile"),
-    (["--batch-size", "0"], "batch size must be at least 1"),
+    (["--batch-size", "0"], "argument --batch-size: must be an integer of 1 or more"),
     (["--dtype", "int8"], "invalid choice: 'int8'"),
 ])
 def test_bad_flags_give_one_line(flags, message, dev_m2, tmp_path, capsys):
