@@ -105,6 +105,26 @@ def _f(x, digits: int = 2) -> str:
 
 def markdown(report: dict) -> str:
     unit = "sentence" if report["batch_size"] == 1 else f"batch of {report['batch_size']}"
+    lines = header_lines(report)
+    modes = report.get("modes") or {}
+    if modes:
+        lines += mode_lines(modes, report, unit) + leviathan_lines(modes)
+    if report.get("pipeline"):
+        lines += pipeline.markdown(report["pipeline"])
+    if report.get("end_to_end"):
+        lines += end_to_end.markdown(report["end_to_end"])
+    arch = report.get("architectures") or {}
+    if arch:
+        lines += architecture_lines(arch, unit)
+    files = (["latency_breakdown.png", "latency_vs_length.png", "accepted_per_pass.png"] if modes else []) \
+        + (["architectures.png"] if arch else [])
+    if files:
+        lines += ["Plots: " + ", ".join(f"`{f}`" for f in files) + ".", ""]
+    return "\n".join(lines)
+
+
+def header_lines(report: dict) -> list[str]:
+    """The report's title and its run's settings; the side steps' timings."""
     lines = [
         "# editspec latency profile", "",
         f"- device: {report['device']}; threads: {report['threads']}; dtype: {report['dtype']}"
@@ -131,95 +151,99 @@ def markdown(report: dict) -> str:
             lines[-1:-1] = [f"- made-up words check on the {name}'s output "
                             f"(`editspec.post.checks.real_words`, not in the latencies below): median "
                             f"{w['median']:.3f} ms per sentence, p90 {w['p90']:.3f}"]
-    modes = report.get("modes") or {}
-    if modes:
+    return lines
+
+
+def mode_lines(modes: dict, report: dict, unit: str) -> list[str]:
+    """The modes' table, its notes and the CTranslate2 comparison."""
+    lines = [
+        f"## Modes (trained models; ms per {unit}, medians unless marked)", "",
+        "| mode | latency | p90 | mean | encoder | decoder ms/step | steps | decoder | draft | other "
+        "| speedup vs t5 | identical to t5 | acceptance | tokens/pass |",
+        "|---|" + "---:|" * 13,
+    ]
+    notes = []
+    for mode, e in modes.items():
+        if e.get("status") != "ok":
+            notes.append(f"- `{mode}`: {e['status']}: {e['reason']}")
+            continue
+        if "drafter" in e:  # the speculative mode's measured pick (``drafters.Cheapest``)
+            costs = ", ".join(f"{n} {_f(v)}" for n, v in e["drafter_cost_ms"].items())
+            notes.append(f"- `{mode}` drafts with {e['drafter']}: ms per probed {unit}, drafting "
+                         f"and verifier passes together: {costs}")
+        lines.append("| " + " | ".join([
+            f"`{mode}`", _f(e["latency_ms"]["median"]), _f(e["latency_ms"]["p90"]), _f(e["latency_ms"]["mean"]),
+            _f(median(e["encoder_ms"])), _f(median(e["decoder_step_ms"]), 3),
+            _f(median(e["decoder_steps"]), 1), _f(median(e["decoder_ms"])), _f(median(e["draft_ms"])),
+            _f(median(e["other_ms"])), _f(e["speedup_vs_t5"]), _f(e["identical_to_t5"], 3),
+            _f(e["acceptance_rate"], 3), _f(e.get("tokens_per_pass")),
+        ]) + " |")
+    lines += [""] + notes + ([""] if notes else [])
+    lines += ct2_lines(modes, report.get("ctranslate2"))
+    lines += [
+        "Steps: decoder passes per " + unit + " (T5: one per token; speculative and hf-assisted/"
+        "prompt-lookup: verifier passes; edit5: insertion-decoder steps). Draft: time in the "
+        "drafter (EdiT5, small T5, n-gram lookups). Other: latency minus encoder, decoder and "
+        "draft (edit5: tag layer and pointer walk). Identical: share of sentences whose output "
+        "equals our T5 greedy output (ids; text for an EdiT5 with another vocabulary). "
+        "Acceptance: accepted / proposed draft tokens. `hf-prompt-lookup` looks n-grams up in "
+        "the decoder's own ids (transformers), never in the source sentence, unlike "
+        "`speculative-copy`.", "",
+    ]
+    return lines
+
+
+def leviathan_lines(modes: dict) -> list[str]:
+    """Speculative decoding's expected (Leviathan et al.) against measured speedups."""
+    lines: list[str] = []
+    spec = {m: e for m, e in modes.items() if e.get("status") == "ok" and e.get("leviathan")}
+    if spec:
         lines += [
-            f"## Modes (trained models; ms per {unit}, medians unless marked)", "",
-            "| mode | latency | p90 | mean | encoder | decoder ms/step | steps | decoder | draft | other "
-            "| speedup vs t5 | identical to t5 | acceptance | tokens/pass |",
-            "|---|" + "---:|" * 13,
+            "## Speculative decoding: expected (Leviathan et al.) vs measured", "",
+            "α: per-token acceptance (accepted / (accepted + rejections)); γ: mean draft tokens "
+            "per verifier pass (adaptive here, fixed in the formula); c: draft time per proposed "
+            "token / median single-token step of `t5`. Expected speedup (1 − α^(γ+1)) / ((1 − α)(γc + 1)) "
+            "assumes a verifier pass costs one single-token step; the measured speedup is "
+            "median t5 latency / median mode latency in this run. `speculative-perfect` "
+            "(T5's own greedy output as the draft) is the limit of a perfect drafter.", "",
+            "| mode | α | γ | c | expected tokens/pass | measured tokens/pass | expected speedup "
+            "| measured speedup |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
-        notes = []
-        for mode, e in modes.items():
-            if e.get("status") != "ok":
-                notes.append(f"- `{mode}`: {e['status']}: {e['reason']}")
-                continue
-            if "drafter" in e:  # the speculative mode's measured pick (``drafters.Cheapest``)
-                costs = ", ".join(f"{n} {_f(v)}" for n, v in e["drafter_cost_ms"].items())
-                notes.append(f"- `{mode}` drafts with {e['drafter']}: ms per probed {unit}, drafting "
-                             f"and verifier passes together: {costs}")
-            lines.append("| " + " | ".join([
-                f"`{mode}`", _f(e["latency_ms"]["median"]), _f(e["latency_ms"]["p90"]), _f(e["latency_ms"]["mean"]),
-                _f(median(e["encoder_ms"])), _f(median(e["decoder_step_ms"]), 3),
-                _f(median(e["decoder_steps"]), 1), _f(median(e["decoder_ms"])), _f(median(e["draft_ms"])),
-                _f(median(e["other_ms"])), _f(e["speedup_vs_t5"]), _f(e["identical_to_t5"], 3),
-                _f(e["acceptance_rate"], 3), _f(e.get("tokens_per_pass")),
-            ]) + " |")
-        lines += [""] + notes + ([""] if notes else [])
-        lines += ct2_lines(modes, report.get("ctranslate2"))
-        lines += [
-            "Steps: decoder passes per " + unit + " (T5: one per token; speculative and hf-assisted/"
-            "prompt-lookup: verifier passes; edit5: insertion-decoder steps). Draft: time in the "
-            "drafter (EdiT5, small T5, n-gram lookups). Other: latency minus encoder, decoder and "
-            "draft (edit5: tag layer and pointer walk). Identical: share of sentences whose output "
-            "equals our T5 greedy output (ids; text for an EdiT5 with another vocabulary). "
-            "Acceptance: accepted / proposed draft tokens. `hf-prompt-lookup` looks n-grams up in "
-            "the decoder's own ids (transformers), never in the source sentence, unlike "
-            "`speculative-copy`.", "",
-        ]
-        spec = {m: e for m, e in modes.items() if e.get("status") == "ok" and e.get("leviathan")}
-        if spec:
-            lines += [
-                "## Speculative decoding: expected (Leviathan et al.) vs measured", "",
-                "α: per-token acceptance (accepted / (accepted + rejections)); γ: mean draft tokens "
-                "per verifier pass (adaptive here, fixed in the formula); c: draft time per proposed "
-                "token / median single-token step of `t5`. Expected speedup (1 − α^(γ+1)) / ((1 − α)(γc + 1)) "
-                "assumes a verifier pass costs one single-token step; the measured speedup is "
-                "median t5 latency / median mode latency in this run. `speculative-perfect` "
-                "(T5's own greedy output as the draft) is the limit of a perfect drafter.", "",
-                "| mode | α | γ | c | expected tokens/pass | measured tokens/pass | expected speedup "
-                "| measured speedup |",
-                "|---|---:|---:|---:|---:|---:|---:|---:|",
-            ]
-            for mode, e in spec.items():
-                lv = e["leviathan"]
-                lines.append(f"| `{mode}` | {_f(lv['alpha'], 3)} | {_f(lv['gamma'])} | {_f(lv['c'], 3)} | "
-                             f"{_f(lv['expected_tokens_per_pass'])} | {_f(e['tokens_per_pass'])} | "
-                             f"{_f(lv['expected_speedup'])} | {_f(e['speedup_vs_t5'])} |")
-            lines.append("")
-    if report.get("pipeline"):
-        lines += pipeline.markdown(report["pipeline"])
-    if report.get("end_to_end"):
-        lines += end_to_end.markdown(report["end_to_end"])
-    arch = report.get("architectures") or {}
-    if arch:
-        lines += [
-            "## Architectures at real sizes (random weights, FORCED lengths)", "",
-            "Not trained models: decoder steps are forced to the gold targets (T5: target tokens + "
-            "EOS; EdiT5: gold tags and order, insertion tokens + EOS). These numbers reproduce the "
-            f"structure of the EdiT5 case study (encoder ms, decoder ms/step × steps). ms per {unit}, medians.", "",
-            "| architecture | parameters | latency | encoder | decoder ms/step | steps | decoder | other "
-            "| speedup vs t5-base |",
-            "|---|" + "---:|" * 8,
-        ]
-        for name, e in ((n, e) for n, e in arch.items() if "+" not in n):
-            lines.append("| " + " | ".join([
-                f"`{name}`", f"{e['parameters'] / 1e6:.0f}M", _f(e["latency_ms"]["median"]),
-                _f(median(e["encoder_ms"])), _f(median(e["decoder_step_ms"]), 3), _f(median(e["decoder_steps"]), 1),
-                _f(median(e["decoder_ms"])), _f(median(e["other_ms"])), _f(e["speedup_vs_t5_base"]),
-            ]) + " |")
+        for mode, e in spec.items():
+            lv = e["leviathan"]
+            lines.append(f"| `{mode}` | {_f(lv['alpha'], 3)} | {_f(lv['gamma'])} | {_f(lv['c'], 3)} | "
+                         f"{_f(lv['expected_tokens_per_pass'])} | {_f(e['tokens_per_pass'])} | "
+                         f"{_f(lv['expected_speedup'])} | {_f(e['speedup_vs_t5'])} |")
         lines.append("")
-        for big, small in (("t5-base", "edit5-base"), ("t5-small", "edit5-small")):
-            if big in arch and small in arch:
-                a, b = median(arch[big]["decoder_ms"]), median(arch[small]["decoder_ms"])
-                if a and b:
-                    paper = " (the paper's GPU case study: 14.5×)" if big == "t5-base" else ""
-                    lines.append(f"- median decoder time {big} / {small}: {a / b:.1f}×{paper}")
-        lines.append("")
-        lines += drafts_at_real_sizes(arch, unit)
-    files = (["latency_breakdown.png", "latency_vs_length.png", "accepted_per_pass.png"] if modes else []) \
-        + (["architectures.png"] if arch else [])
-    if files:
-        lines += ["Plots: " + ", ".join(f"`{f}`" for f in files) + ".", ""]
-    return "\n".join(lines)
+    return lines
+
+
+def architecture_lines(arch: dict, unit: str) -> list[str]:
+    """The random architectures' table and the drafts at real sizes."""
+    lines = [
+        "## Architectures at real sizes (random weights, FORCED lengths)", "",
+        "Not trained models: decoder steps are forced to the gold targets (T5: target tokens + "
+        "EOS; EdiT5: gold tags and order, insertion tokens + EOS). These numbers reproduce the "
+        f"structure of the EdiT5 case study (encoder ms, decoder ms/step × steps). ms per {unit}, medians.", "",
+        "| architecture | parameters | latency | encoder | decoder ms/step | steps | decoder | other "
+        "| speedup vs t5-base |",
+        "|---|" + "---:|" * 8,
+    ]
+    for name, e in ((n, e) for n, e in arch.items() if "+" not in n):
+        lines.append("| " + " | ".join([
+            f"`{name}`", f"{e['parameters'] / 1e6:.0f}M", _f(e["latency_ms"]["median"]),
+            _f(median(e["encoder_ms"])), _f(median(e["decoder_step_ms"]), 3), _f(median(e["decoder_steps"]), 1),
+            _f(median(e["decoder_ms"])), _f(median(e["other_ms"])), _f(e["speedup_vs_t5_base"]),
+        ]) + " |")
+    lines.append("")
+    for big, small in (("t5-base", "edit5-base"), ("t5-small", "edit5-small")):
+        if big in arch and small in arch:
+            a, b = median(arch[big]["decoder_ms"]), median(arch[small]["decoder_ms"])
+            if a and b:
+                paper = " (the paper's GPU case study: 14.5×)" if big == "t5-base" else ""
+                lines.append(f"- median decoder time {big} / {small}: {a / b:.1f}×{paper}")
+    lines.append("")
+    lines += drafts_at_real_sizes(arch, unit)
+    return lines
 
