@@ -30,22 +30,16 @@ T5 and EdiT5 training can report what they dropped. A pair whose insertions woul
 from __future__ import annotations
 
 from collections import Counter
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
 from editspec.modeling.tensors import IGNORE, pad
 from editspec.tokenization.edits import KEEP, TooFewMarkers, convert
-from editspec.tokenization.tokens import encode, encode_ids, marker_ids
+from editspec.tokenization.tokens import Codec, encode, encode_ids
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
-
-
-@lru_cache(maxsize=8)
-def _markers(tok: PreTrainedTokenizerBase) -> tuple[int, ...]:
-    return tuple(marker_ids(tok))  # cached: marker_ids walks the whole vocabulary
 
 
 def _skip(stats: Counter | None, reason: str) -> None:
@@ -128,7 +122,7 @@ def edit5_features_batch(
     stats: Counter | None = None,
 ) -> list[dict[str, list[int]] | None]:
     """``edit5_features`` for many pairs (one batched tokenizer call)."""
-    markers, eos, unk = _markers(tok), tok.eos_token_id, tok.unk_token_id
+    markers, eos, unk = Codec.of(tok).markers, tok.eos_token_id, tok.unk_token_id
     return [
         edit5_features_from_ids(src.ids, tgt.ids, markers, eos, max_length, unk, stats)
         for src, tgt in zip(encode(tok, sources), encode(tok, targets))

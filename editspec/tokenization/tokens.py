@@ -27,6 +27,7 @@ tokenizer's ``Codec``, made once with it where editspec loads a tokenizer (``loa
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from dataclasses import dataclass
@@ -145,6 +146,11 @@ class Codec:
             self.backend = Tokenizer.from_str(tok.backend_tokenizer.to_str())
             self.backend.encode_special_tokens = True  # user text never contains control tokens
         self.special = frozenset(tok.all_special_ids)
+
+    @functools.cached_property
+    def markers(self) -> tuple[int, ...]:
+        """``marker_ids(tok)``, found once (it walks the whole vocabulary)."""
+        return tuple(marker_ids(self.tok))
 
     @staticmethod
     def of(tok: "PreTrainedTokenizerBase | Codec") -> "Codec":
