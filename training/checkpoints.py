@@ -19,16 +19,18 @@ class TrainState:
     def __init__(self):
         self.step, self.position, self.best, self.best_step, self.examples = 0, Position(), None, None, 0
         self.budget: dict = {}  # the time budget's clock and fitted schedule (training.budget)
+        self.ranked: list[list] = []  # [score, step] of the models kept in ranked/ (train.keep_best), best first
 
     def state_dict(self) -> dict:
         return {"step": self.step, "position": self.position.state_dict(), "best": self.best,
-                "best_step": self.best_step, "examples": self.examples, "budget": self.budget}
+                "best_step": self.best_step, "examples": self.examples, "budget": self.budget, "ranked": self.ranked}
 
     def load_state_dict(self, state: dict) -> None:
         self.step, self.position = int(state["step"]), Position.from_state(state["position"])
         self.best, self.best_step = state["best"], state["best_step"]
         self.examples = int(state.get("examples", 0))
         self.budget = dict(state.get("budget") or {})
+        self.ranked = [list(r) for r in state.get("ranked", [])]
 
 
 def checkpoints(out: Path) -> list[Path]:

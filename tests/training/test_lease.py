@@ -33,6 +33,7 @@ from tests.helpers import sentences
 from training.lease.__main__ import PLAN, main as lease
 from training.lease.collect import ship
 from training.lease.imports import DeviceOnly
+from training.lease.pick import candidates
 from training.lease.plan import REPO_ROOT, load_plan
 from training.lease import continuation, park
 from training.lease.prepare import device_calls, prepare
@@ -48,8 +49,10 @@ TINY = [  # every stage: a tiny T5 (still a 12-layer encoder), a few steps; the 
     "train.eval_every=1", "train.log_every=1", "train.mixed_precision=bf16",  # autocast, as on the GPU
     "train.compile=false", "train.bench_steps=1",  # compiling is tested in test_training; the bench runs
 ]
-# the default plan's stage trains through two calls: long enough to be asked for interim/ while it runs
-RUNNING = ["train.max_steps=60", "train.save_every=1000", "train.eval_every=1000", "train.log_every=2"]
+# the default plan's stages train through two calls: long enough to be asked for interim/ while they
+# run; the fine-tune ranks its checkpoints at steps 20, 40 and 60 (the synthetic stage selects on loss)
+RUNNING = ["train.max_steps=60", "train.save_every=1000", "train.eval_every=1000", "train.log_every=2",
+           "train.eval_approx_every=20"]
 
 
 def travelling_copy(dest: Path) -> Path:
@@ -144,14 +147,20 @@ def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsy
     first = on_device(tree, "collect", "--run-dir", str(run_dir), "--out", str(tmp_path / "OUT1"), "--interim")
     assert first.returncode == 0, first.stderr[-3000:] + (run_dir / "recipe.log").read_text()[-3000:]
     interim = json.loads((tmp_path / "OUT1" / "lease-manifest.json").read_text())
-    assert interim["interim"] is True and interim["continuation"] == "t5-wsd/interim"
+    assert interim["interim"] is True and interim["continuation"] in ("t5-wsd/interim", "t5-wsd/stable")
     assert read_json(run_dir / "status.json")["state"] in ("running", "done"), "the interim collect stopped the run"
     interim_step = json.loads((run_dir / "t5-wsd" / "interim" / "training.json").read_text())["step"]
     # call 2: the run's end, the candidate, the continuation and the checks
     assert on_device(tree, "wait", "--run-dir", str(run_dir), "--minutes", "10").returncode == 0, \
         (run_dir / "recipe.log").read_text()[-3000:]
-    status = read_json(run_dir / "status.json")
-    assert status["state"] == "done" and status["done"] == ["t5-wsd"], (run_dir / "recipe.log").read_text()[-3000:]
+    status, recipe_log = read_json(run_dir / "status.json"), (run_dir / "recipe.log").read_text()
+    assert status["state"] == "done" and status["done"] == ["t5-wsd", "t5-ft"], recipe_log[-3000:]
+    # the fine-tune started while the synthetic stage decayed, set itself up from stable/, then took last/
+    assert "stage t5-ft starts early" in recipe_log and "until" in recipe_log and "its weights loaded" in recipe_log
+    ft_log = [json.loads(x) for x in (run_dir / "t5-ft" / "log.jsonl").read_text().splitlines()]
+    assert [e["step"] for e in ft_log if "dev_approx_f05" in e] == [20, 40, 60]
+    ranked = sorted((run_dir / "t5-ft" / "ranked").glob("step-*"))
+    assert len(ranked) == 2 and all(json.loads((r / "training.json").read_text())["score"] >= 0 for r in ranked)
     entries = [json.loads(x) for x in (run_dir / "t5-wsd" / "log.jsonl").read_text().splitlines()]
     steps = [e for e in entries if "loss" in e]
     assert steps[-1]["step"] > interim_step and all("data_wait" in e for e in steps)  # it went on
@@ -165,7 +174,10 @@ def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsy
     files = list(out.iterdir())
     assert len(files) <= MAX_FILES and all(f.stat().st_size <= MAX_FILE for f in files)
     manifest = json.loads((out / "lease-manifest.json").read_text())
-    assert manifest["eval"]["t5"]["stage"] == "t5-wsd" and manifest["interim"] is False
+    assert manifest["eval"]["t5"]["stage"] == "t5-ft" and manifest["interim"] is False
+    assert manifest["eval"]["t5-2"]["stage"].startswith("t5-ft/ranked/step-")  # the runner-up candidate
+    assert manifest["eval"]["t5-2"]["dev_approx_f05"] <= manifest["eval"]["t5"]["dev_approx_f05"]
+    assert len([n for n in manifest["pieces"]]) == len(list(out.glob("lease-bundle.tar.xz.*")))
     assert manifest["continuation"] == "t5-wsd/stable" and manifest["stages"]["t5-wsd"]["examples"] > 0
     assert manifest["stages"]["t5-wsd"]["minutes"] > 0 and manifest["stages"]["t5-wsd"]["bench"]["sync_free"]
     with tarfile.open(out / "lease-logs.tar.xz") as tar:  # the checks' reports ride in the logs' file
@@ -173,12 +185,15 @@ def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsy
     assert json.loads(reports["checks/report.failed.json"]) == {"failed": 0}, collected.stdout[-2000:]
     b32 = json.loads(reports["checks/profile-b32/report.json"])
     assert b32["modes"]["speculative"]["identical_to_t5"] == 1.0
+    assert (run_dir / "t5-ft" / "config.yaml").is_file() and not (run_dir / "t5-ft" / "checkpoints").exists()
 
     assert lease(["join", str(out), str(bundle), "--continuation", str(pack), "--log", str(lease_log)]) == 0
     record = json.loads(pack.with_name("t5.json").read_text())
     assert record["leases"] == 1 and record["wiki_next"] == 500 and record["examples"] > 0
     assert record["this_lease"] == record["examples"]  # the first lease of the series
     assert not (bundle / "continuation").exists() and "| pending |" in lease_log.read_text()
+    assert [p.name for p in candidates(bundle)] == ["t5", "t5-2"]
+    assert json.loads((bundle / "t5-2" / "training.json").read_text())["step"] in (20, 40, 60)
     (tmp_path / "in.txt").write_text("She go to school yesterday.\n")
     assert editspec_main(["correct", "--model", str(bundle), "--no-progress", str(tmp_path / "in.txt"),
                           "-o", str(tmp_path / "out.txt")]) in (0, None)
@@ -203,7 +218,7 @@ def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsy
     pack.write_bytes(pack.read_bytes()[:-10])
     assert lease(["prepare", *common, "--continuation", str(pack)]) == 2
     assert "truncated" in capsys.readouterr().err
-    shard = next(out.glob("lease-weights-00.*"))
+    shard = out / "lease-bundle.tar.xz.00"
     shard.write_bytes(shard.read_bytes()[:-1] + b"\0")
     assert lease(["join", str(out), str(tmp_path / "again"), "--continuation", str(tmp_path / "c2.tar.xz")]) == 2
     assert "sha256" in capsys.readouterr().err
@@ -251,13 +266,18 @@ def test_gpu_lease_15_minute_plans_fit_the_lease(path):
     assert len(calls) == 2 and all(c["timeout_s"] <= 600 and len(c["command"]) <= 2000 for c in calls)
     assert [w for w in calls[0]["command"].split() if w in ("start", "wait", "collect")] == ["start", "wait", "collect"]
     machine, unpack, interim, collect, transfers = 90, 30, 45, 60, 30  # seconds, lease 1's measured costs rounded up
+    evaluations = 40  # the fine-tune's approximate F0.5 on 2,000 dev sentences, ~6 evaluations (the clock pauses)
     minutes = sum(s["minutes"] for s in plan["stages"])
     if plan.get("interim_call"):
         assert unpack + 60 * plan["wait_minutes"] + interim <= 600  # call 1
-        # the stage starts ~1 min into call 1 (unpack, the loader's start) and trains its minutes; then
-        # call 2's collect and checks: all of it within the lease's 900 s
-        assert machine + unpack + 60 + 60 * minutes + collect + 60 * plan["check_minutes"] + transfers <= 900
+        # the first stage starts ~1 min into call 1 (unpack, the loader's start) and trains its minutes,
+        # the fine-tune (set up while the first decays) its own; then call 2's collect and checks: all
+        # of it within the lease's 900 s, and at least 9 of its minutes training
+        assert machine + unpack + 60 + 60 * minutes + evaluations + collect + 60 * plan["check_minutes"] \
+            + transfers <= 900 and minutes >= 9
         assert minutes > plan["wait_minutes"]  # the run goes on after call 1
+        # call 2 ends before the lease does even when the fine-tune overruns: collect stops it
+        assert machine + unpack + 60 * plan["wait_minutes"] + interim + calls[1]["timeout_s"] <= 900
     else:
         # the call's 600 s hold start (~30 s), the wait, and collect (its 60 s stop grace, shipping, dev loss)
         assert plan["wait_minutes"] * 60 + 150 <= 600 and minutes < plan["wait_minutes"]
@@ -269,8 +289,19 @@ def test_gpu_lease_15_minute_plans_fit_the_lease(path):
         t5 = T5ForConditionalGeneration(T5Config(**first["model"]["config"], vocab_size=16256))
         assert (t5.config.num_layers, t5.config.num_decoder_layers) == (12, 2)
         bf16 = 2 * sum(p.numel() for p in t5.parameters())
-        # packed with xz, bf16 weights take ~71%: the continuation stays under its 30 MB
+        # packed with xz, bf16 weights take ~71%: the continuation stays under its 30 MB, and the
+        # candidates and the continuation come back in the pieces a call brings (beside logs, manifest)
         assert 0.75 * bf16 < continuation.MAX_BYTES
+        assert 0.75 * bf16 * (plan["candidates"] + 1) < (MAX_FILES - 2) * MAX_FILE and plan["candidates"] >= 2
+        # the device's minutes end with the gold fine-tune: the decayed end on W&I + FCE train only,
+        # respelled as the shipped pipeline feeds the T5, its best checkpoints kept
+        ft = plan["stages"][-1]
+        gold = load_config(REPO_ROOT / ft["config"], ft.get("set", []))
+        assert (ft["init_from"], ft["early"]) == ("t5-wsd/last", "t5-wsd/stable") and plan["bundle"]["t5"][0] == ft["name"]
+        assert {(s["path"], s["respell"]) for s in gold["data"]["sources"]} == \
+            {("wi_locness/ABC.train.gold.bea19.m2", True), ("fce/fce.train.gold.bea19.m2", True)}
+        assert gold["data"]["dev"]["respell"] and gold["train"]["keep_best"] >= plan["candidates"] and plan["respelled"]
+        assert gold["train"]["select_on"] == "approx_f05" and gold["train"]["init_wait_minutes"] > 0
     else:  # the heads follow the shipped T5: its corrections, made on the device, then heads on its encoder
         distill, heads = plan["stages"]
         assert distill["module"] == "training.lease.distill" and not plan["park"] and not plan["wiki"]

@@ -1,16 +1,18 @@
 """``collect`` (on the lent GPU, the lease's last call): what the lease made, into $OUT.
 
-1. a recipe still running is stopped (its stages keep their best/ and checkpoints);
+1. a recipe still running is stopped (its stages keep their best/, ranked/ and checkpoints);
 2. the bundle is shipped in bf16 (``training.ship``) from the first stage of each of the plan's
    ``bundle`` lists that has a best/, or from a model directory of the repository that a list names
    (the shipped T5 under heads trained on its encoder): runs/lease/bundle/{t5,edit5,tokenizer},
-   corrector_config.json (the shipped bundle's run-time settings);
-3. the dev loss of each model a stage trained, on the GPU (the stages' dev set); dev F0.5 needs ERRANT,
-   which only the CPU machine has: ``python -m eval...`` there after ``join``;
-4. ``shards.split`` into $OUT, the manifest carrying the dev losses and the stages' last log
-   entries, and the logs as lease-logs.tar.xz::
+   corrector_config.json (the shipped bundle's run-time settings); with the plan's ``candidates``,
+   the T5 stage's next-best ranked/ models beside it (t5-2/, ...), and the continuation (stable/);
+3. the dev loss of each model a stage trained, on the GPU (the stages' dev set), and each
+   candidate's approximate F0.5; ERRANT needs spaCy, which only the CPU machine has: ``python -m
+   training.lease pick`` there after ``join``;
+4. ``shards.split`` into $OUT (the bundle as <= 16 MiB pieces of one compressed tar), the manifest
+   carrying the dev losses and the stages' last log entries, and the logs as lease-logs.tar.xz::
 
-    $OUT/lease-weights-00.safetensors ... -03   lease-files.tar.xz   lease-logs.tar.xz   lease-manifest.json
+    $OUT/lease-bundle.tar.xz.00 ... .04   lease-logs.tar.xz   lease-manifest.json
 """
 
 from __future__ import annotations
@@ -44,9 +46,10 @@ LOGS = "lease-logs.tar.xz"
 
 def ship_interim(run_dir: Path, plan: dict, carried: list[str] | None, seconds: float = 120) -> dict[str, str]:
     """Ask the running continuation stage for its newest weights (training.train's EXPORT file) and
-    ship them as the bundle's T5, which is also the next continuation if no later call collects:
-    the stage is still in its stable phase; the recipe goes on."""
-    stage = plan["continuation"].partition("/")[0]
+    ship them as the bundle's T5; the next continuation if no later call collects is its stable/
+    when the decay has begun, else these weights (the stage is still in its stable phase). The
+    recipe goes on."""
+    stage, _, stable = plan["continuation"].partition("/")
     request, interim = run_dir / stage / EXPORT_REQUEST, run_dir / stage / "interim"
     request.parent.mkdir(parents=True, exist_ok=True)
     request.touch()
@@ -57,15 +60,36 @@ def ship_interim(run_dir: Path, plan: dict, carried: list[str] | None, seconds: 
         request.unlink(missing_ok=True)
         if read_json(run_dir / "status.json").get("state") != "running":
             return {}  # the run ended first: its final models are better than an interim
-        raise SystemExit(f"[collect] {stage} exported no interim/ within {seconds:.0f} s")
+        if not (run_dir / stage / "DONE").is_file():
+            raise SystemExit(f"[collect] {stage} exported no interim/ within {seconds:.0f} s")
+        interim = run_dir / stage / "last"  # the stage has ended; a later one (the fine-tune) runs on
     bundle = run_dir / "bundle"
     shutil.rmtree(bundle, ignore_errors=True)
-    guard = ["--guard", ",".join(carried)] if carried is not None else []
-    subprocess.run([sys.executable, "-m", "training.lease", "exec", *guard, "training.ship", str(interim),
-                    str(bundle / "t5")], check=True, cwd=REPO_ROOT, env=environment(run_dir))
+    shipped = {"t5": f"{stage}/{interim.name}", "continuation": f"{stage}/{interim.name}"}
+    pairs = [str(interim), str(bundle / "t5")]
+    if (run_dir / stage / stable / "config.json").is_file():  # the decay has begun: the true continuation
+        shipped["continuation"] = f"{stage}/{stable}"
+        pairs += [str(run_dir / stage / stable), str(bundle / "continuation")]
+    run_ship(run_dir, pairs, carried)
     load_tokenizer(bundle / "t5").save_pretrained(bundle / "tokenizer")
     shutil.copy(DEFAULT_MODEL / "corrector_config.json", bundle / "corrector_config.json")
-    return {"t5": f"{stage}/interim", "continuation": f"{stage}/interim"}
+    return shipped
+
+
+def run_ship(run_dir: Path, pairs: list[str], carried: list[str] | None) -> None:
+    """``training.ship SRC DEST ...`` in one process (importing torch and transformers takes seconds)."""
+    guard = ["--guard", ",".join(carried)] if carried is not None else []
+    subprocess.run([sys.executable, "-m", "training.lease", "exec", *guard, "training.ship", *pairs],
+                   check=True, cwd=REPO_ROOT, env=environment(run_dir))
+
+
+def runners_up(stage_dir: Path, count: int) -> list[Path]:
+    """The stage's ranked/ models after its best/, best first (train.keep_best)."""
+    best = read_json(stage_dir / "best" / "training.json").get("step")
+    ranked = [(read_json(p / "training.json"), p) for p in (stage_dir / "ranked").glob("step-*")
+              if (p / "config.json").is_file()]
+    ranked.sort(key=lambda r: (-r[0].get("score", float("-inf")), r[0].get("step", 0)))
+    return [p for info, p in ranked if info.get("step") != best][:count]
 
 
 def ship(run_dir: Path, plan: dict, carried: list[str] | None) -> dict[str, str]:
@@ -82,14 +106,16 @@ def ship(run_dir: Path, plan: dict, carried: list[str] | None) -> dict[str, str]
             continue
         shipped[kind] = entry
         pairs += [str(sources[entry]), str(bundle / kind)]
+        if kind == "t5" and not repo_model(entry):  # the candidates beside it: t5-2/, ...
+            for n, src in enumerate(runners_up(run_dir / entry, int(plan.get("candidates", 1)) - 1), 2):
+                shipped[f"t5-{n}"] = f"{entry}/ranked/{src.name}"
+                pairs += [str(src), str(bundle / f"t5-{n}")]
     stable = plan.get("continuation")  # STAGE/DIR
     if stable and (run_dir / stable / "config.json").is_file():  # the next lease starts from it
         shipped["continuation"] = stable
         pairs += [str(run_dir / stable), str(bundle / "continuation")]
-    if pairs:  # one process ships them all (importing torch and transformers takes seconds)
-        guard = ["--guard", ",".join(carried)] if carried is not None else []
-        subprocess.run([sys.executable, "-m", "training.lease", "exec", *guard, "training.ship", *pairs],
-                       check=True, cwd=REPO_ROOT, env=environment(run_dir))
+    if pairs:
+        run_ship(run_dir, pairs, carried)
     if "t5" in shipped:
         load_tokenizer(bundle / "t5").save_pretrained(bundle / "tokenizer")
         shutil.copy(DEFAULT_MODEL / "corrector_config.json", bundle / "corrector_config.json")
@@ -115,9 +141,12 @@ def log_entries(stage_dir: Path) -> list[dict]:
     return [json.loads(x) for x in log.read_text().splitlines() if x.strip()] if log.is_file() else []
 
 
-def best_approx(stage_dir: Path) -> dict:
-    """The stage's best approximate dev F0.5 and its step (what best/ holds when selected on it)."""
-    scored = [e for e in log_entries(stage_dir) if "dev_approx_f05" in e]
+def approx(run_dir: Path, shipped: str) -> dict:
+    """The approximate dev F0.5 and step of a shipped model: a stage's best (what best/ holds when
+    selected on it), or a ranked/ model's own (STAGE/ranked/step-N)."""
+    stage, _, inner = shipped.partition("/")
+    step = read_json(run_dir / shipped / "training.json").get("step") if inner.startswith("ranked/") else None
+    scored = [e for e in log_entries(run_dir / stage) if "dev_approx_f05" in e and step in (None, e["step"])]
     best = max(scored, key=lambda e: e["dev_approx_f05"], default=None)
     return {k: best[k] for k in ("step", "dev_approx_f05", "dev_approx_precision", "dev_approx_recall")} if best else {}
 
@@ -156,7 +185,7 @@ def collect(run_dir: Path, out: Path, interim: bool = False, check_minutes: floa
     """What the lease made into ``out``; ``interim``: the running stage's newest weights, the recipe
     left running (a lease's first call), unless it has already ended; ``check_minutes``: the CUDA
     checks (training.lease.checks) of the shipped T5 at batch 32 too, their reports in the logs'
-    file (a call brings back 8 files, which two T5s' shards and the rest already take)."""
+    file (a call brings back 8 files, which three T5s' pieces and the rest already take)."""
     lease = read_json(run_dir / "lease.json")
     if not lease:
         raise SystemExit(f"no lease in {run_dir}: nothing to collect")
@@ -171,7 +200,7 @@ def collect(run_dir: Path, out: Path, interim: bool = False, check_minutes: floa
     status = read_json(run_dir / "status.json")
     device = default_device()
     data = default_data_dir(run_dir / "data")
-    evaluation = {kind: {"stage": stage, **(best_approx(run_dir / stage) if not interim else {}),
+    evaluation = {kind: {"stage": stage, **(approx(run_dir, stage) if not interim else {}),
                          **dev_loss(run_dir / "bundle" / kind, run_dir / stage.partition("/")[0], data, device)}
                   for kind, stage in shipped.items() if kind != "continuation" and not repo_model(stage)}
     evaluation["note"] = ("dev_approx_f05 is training.dev's approximate F0.5 (no spaCy here), the stage's best: "
