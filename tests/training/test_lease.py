@@ -33,9 +33,9 @@ from tests.helpers import sentences
 from training.lease.__main__ import PLAN, main as lease
 from training.lease.collect import ship
 from training.lease.imports import DeviceOnly
-from training.lease.pick import candidates
+from training.lease.pick import candidates, fill_lease_log
 from training.lease.plan import REPO_ROOT, load_plan
-from training.lease import continuation, park
+from training.lease import continuation, park, shards
 from training.lease.prepare import device_calls, prepare
 from training.lease.run import read_json
 from training.lease.shards import MAX_FILE, MAX_FILES
@@ -185,7 +185,6 @@ def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsy
     assert json.loads(reports["checks/report.failed.json"]) == {"failed": 0}, collected.stdout[-2000:]
     b32 = json.loads(reports["checks/profile-b32/report.json"])
     assert b32["modes"]["speculative"]["identical_to_t5"] == 1.0
-    assert (run_dir / "t5-ft" / "config.yaml").is_file() and not (run_dir / "t5-ft" / "checkpoints").exists()
 
     assert lease(["join", str(out), str(bundle), "--continuation", str(pack), "--log", str(lease_log)]) == 0
     record = json.loads(pack.with_name("t5.json").read_text())
@@ -387,3 +386,47 @@ def test_the_committed_continuation_is_a_trained_model_and_nothing_else(tmp_path
     with pytest.raises(EditspecError, match="not a model checkpoint: it holds train.src"):
         continuation.members(bad)
 
+
+
+def test_pieces_of_the_bundle_come_back_whole_or_are_refused(tmp_path):
+    """split cuts one compressed tar into pieces of at most the call's file size; join reads them
+    back as they were, file for file, and refuses a missing or damaged piece."""
+    bundle = tmp_path / "bundle"
+    (bundle / "t5").mkdir(parents=True)
+    (bundle / "t5" / "model.safetensors").write_bytes(os.urandom(300_000))  # incompressible: several pieces
+    (bundle / "t5-2").mkdir()
+    (bundle / "t5-2" / "config.json").write_text('{"d_model": 8}')
+    (bundle / "corrector_config.json").write_text("{}")
+    manifest = shards.split(bundle, tmp_path / "out", {"note": "x"}, piece=100_000)
+    pieces = sorted((tmp_path / "out").glob("lease-bundle.tar.xz.*"))
+    assert len(pieces) == len(manifest["pieces"]) >= 3 and all(p.stat().st_size <= 100_000 for p in pieces)
+    assert manifest["note"] == "x" and set(manifest["bundle"]) == {"t5/model.safetensors", "t5-2/config.json",
+                                                                   "corrector_config.json"}
+    joined = tmp_path / "joined"
+    shards.join(tmp_path / "out", joined)
+    assert all((joined / rel).read_bytes() == (bundle / rel).read_bytes() for rel in manifest["bundle"])
+    pieces[1].write_bytes(pieces[1].read_bytes()[:-1] + b"\0")
+    with pytest.raises(EditspecError, match="sha256"):
+        shards.join(tmp_path / "out", tmp_path / "again")
+    pieces[1].unlink()
+    with pytest.raises(EditspecError, match="missing"):
+        shards.join(tmp_path / "out", tmp_path / "again")
+    assert not (tmp_path / "again").exists()
+
+
+def test_pick_finds_the_candidates_and_fills_the_lease_logs_row(tmp_path):
+    for name in ("t5", "t5-2", "t5-10", "t5-x"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text("{}")
+    assert [p.name for p in candidates(tmp_path)] == ["t5", "t5-2", "t5-10"]
+    log = tmp_path / "lease-log.md"
+    log.write_text("| a | b |\n|---|---|\n| 2026-11-26 | pending |\n| 2026-11-28 | pending |\n")
+    boot = {"delta": 0.021, "ci95": [0.01, 0.03], "p": 0.004}
+    summary = {"shipped": {"f0.5": 30.55}, "picked": "t5-2", "ship": True, "candidates": [
+        {"candidate": "t5", "scores": {"f0.5": 31.0, "precision": 50.0, "recall": 14.0}, "bootstrap": boot},
+        {"candidate": "t5-2", "scores": {"f0.5": 32.7, "precision": 51.0, "recall": 15.0}, "bootstrap": boot,
+         "picked": True}]}
+    assert fill_lease_log(log, summary)
+    rows = log.read_text().splitlines()
+    assert rows[2].endswith("| pending |") and "t5 31.00 (P 50.00 / R 14.00); t5-2 32.70" in rows[3]
+    assert rows[3].endswith("picked t5-2: +2.10 against the shipped 30.55, p = 0.004: shipped |")
