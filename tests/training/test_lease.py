@@ -57,12 +57,13 @@ RUNNING = ["train.max_steps=60", "train.save_every=1000", "train.eval_every=1000
 
 def travelling_copy(dest: Path) -> Path:
     """The checkout as a device call carries it: tracked and untracked-not-ignored files, less what
-    ``prepare`` parks (the shipped models). The lease runs there, so that nothing it does on the
+    ``prepare`` parks (the shipped models, reports/). The lease runs there, so that nothing it does on the
     machine can lean on a file that stays behind (the first lease did: the tokenizer)."""
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO_ROOT,
                             check=True, capture_output=True, text=True).stdout.split("\0")
     for rel in listed:
-        if rel and (REPO_ROOT / rel).is_file() and not any(rel.startswith(p + "/") for p in park.BUNDLE_MODELS):
+        if rel and (REPO_ROOT / rel).is_file() and not any(rel.startswith(p + "/")
+                                                            for p in (*park.BUNDLE_MODELS, park.REPORTS)):
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO_ROOT / rel, dest / rel)
     return dest
@@ -296,7 +297,8 @@ def test_gpu_lease_15_minute_plans_fit_the_lease(path):
         # respelled as the shipped pipeline feeds the T5, its best checkpoints kept
         ft = plan["stages"][-1]
         gold = load_config(REPO_ROOT / ft["config"], ft.get("set", []))
-        assert (ft["init_from"], ft["early"]) == ("t5-wsd/last", "t5-wsd/stable") and plan["bundle"]["t5"][0] == ft["name"]
+        assert (ft["init_from"], ft["early"]) == ("t5-wsd/last", "t5-wsd/stable")
+        assert plan["bundle"]["t5"][0] == ft["name"]
         assert {(s["path"], s["respell"]) for s in gold["data"]["sources"]} == \
             {("wi_locness/ABC.train.gold.bea19.m2", True), ("fce/fce.train.gold.bea19.m2", True)}
         assert gold["data"]["dev"]["respell"] and gold["train"]["keep_best"] >= plan["candidates"] and plan["respelled"]

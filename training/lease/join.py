@@ -74,7 +74,8 @@ def main(src: Path, dest: Path, pack: Path = continuation.PACK, log: Path | None
             print("what prepare parked is tracked again")
     corrector = Corrector.from_pretrained(dest, device="cpu")
     size = sum(p.stat().st_size for p in dest.rglob("*") if p.is_file())
-    print(f"{dest}: {len(manifest['pieces'])} pieces, {len(manifest['bundle'])} files checked, bundle {size / 1e6:.1f} MB, loads "
+    print(f"{dest}: {len(manifest['pieces'])} pieces, {len(manifest['bundle'])} files checked, "
+          f"bundle {size / 1e6:.1f} MB, loads "
           f"(mode {corrector.mode})")
     if record:
         print(f"continuation: {pack} ({record['bytes'] / 1e6:.1f} MB, lease {record['leases']} of the series, "

@@ -73,7 +73,8 @@ def pick(bundle: Path, data: Path | None = None, work: Path | None = None, shipp
 
     found = candidates(bundle)
     if not found:
-        raise EditspecError(f"{bundle} holds no T5 candidate (t5/, t5-2/, ...): run `python -m training.lease join` first")
+        raise EditspecError(f"{bundle} holds no T5 candidate (t5/, t5-2/, ...): run `python -m training.lease join` "
+                            f"first")
     gold = default_data_dir(data) / WI_DEV
     work = work or bundle.with_name(bundle.name + "-pick")
     evaluator = ErrantEvaluator.from_m2(str(gold))
@@ -109,8 +110,8 @@ def write_rows(summary: dict) -> None:
         for r in summary["candidates"]:
             c, b, d = r["scores"], r["bootstrap"], r["device"]
             device = f"{d['approx_f05']:.2f} ({d['step']})" if isinstance(d.get("approx_f05"), float) else "?"
-            f.write(f"| {date.today().isoformat()} | {r['candidate']} | {device} | {c['f0.5']:.2f} ({c['precision']:.2f} / "
-                    f"{c['recall']:.2f}) | {s['f0.5']:.2f} | {100 * b['delta']:+.2f} [{100 * b['ci95'][0]:+.2f}, "
+            f.write(f"| {date.today().isoformat()} | {r['candidate']} | {device} | {c['f0.5']:.2f} "
+                    f"({c['precision']:.2f} / {c['recall']:.2f}) | {s['f0.5']:.2f} | {100 * b['delta']:+.2f} [{100 * b['ci95'][0]:+.2f}, "
                     f"{100 * b['ci95'][1]:+.2f}] | {b['p']:.3f} | {'yes' if r.get('picked') else ''} |\n")
 
 

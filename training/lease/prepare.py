@@ -52,7 +52,7 @@ from editspec.data.corpora import data_dir as default_data_dir, read_m2
 from editspec.data.m2 import read_blocks
 from editspec.errors import EditspecError
 from training.lease import continuation
-from training.lease.park import BUNDLE_MODELS, CONTINUATION, park, unpark
+from training.lease.park import BUNDLE_MODELS, CONTINUATION, REPORTS, park, unpark
 from training.lease.plan import REPO_ROOT, WHEELS, load_plan
 from training import respelling
 from training.synthetic.lexicon import save_tables
@@ -216,7 +216,7 @@ def prepare(folder: Path, plan_path: Path, data: Path | None = None, wheels: lis
                          tmp / "wheels.tar.xz")
     # what does not travel: the shipped bundle's models, or for a plan that ships it as it is (park: false), the
     # continuation checkpoint, which only the series' plan reads
-    parking = list(BUNDLE_MODELS) if plan.get("park", True) else [CONTINUATION]
+    parking = [*BUNDLE_MODELS, REPORTS] if plan.get("park", True) else [CONTINUATION, REPORTS]
     if pack is None and CONTINUATION not in parking:
         parking.append(CONTINUATION)  # a new series, or a plan that does not continue one: it stays here
     if not plan.get("wiki", True):
