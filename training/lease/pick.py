@@ -25,6 +25,7 @@ from editspec.data.corpora import data_dir as default_data_dir
 from editspec.errors import EditspecError
 from editspec.modeling.loading import DEFAULT_MODEL
 from training.lease.plan import REPO_ROOT
+from training.lease.shards import sha256
 
 WI_DEV = "wi_locness/ABCN.dev.gold.bea19.m2"
 RECORD = REPO_ROOT / "reports" / "lease-candidates.md"
@@ -48,16 +49,21 @@ def candidate_bundle(model: Path, dest: Path) -> Path:
 
 
 def evaluate(bundle: Path, hyp: Path, gold: Path) -> dict:
-    """`editspec eval --mode t5` of a bundle on W&I dev: its scores; the outputs into ``hyp``."""
+    """`editspec eval --mode t5` of a bundle on W&I dev: its scores; the outputs into ``hyp``. Kept
+    outputs are reused only for the same gold file, T5 weights and run-time settings."""
     done = hyp.with_suffix(".json")
+    stamp = {"gold": sha256(gold), "t5": sha256(bundle / "t5" / "model.safetensors"),
+             "settings": sha256(bundle / "corrector_config.json")}
     if done.is_file() and hyp.is_file():  # a bundle's outputs do not change: the shipped T5's are kept
-        return json.loads(done.read_text())
+        kept = json.loads(done.read_text())
+        if kept.get("stamp") == stamp:
+            return kept["result"]
     hyp.parent.mkdir(parents=True, exist_ok=True)
     got = subprocess.run([sys.executable, "-m", "editspec", "eval", "--model", str(bundle), "--mode", "t5",
                           "--m2", str(gold), "--json", "--no-progress", "--save-hyp", str(hyp)],
                          cwd=REPO_ROOT, check=True, capture_output=True, text=True)
     result = json.loads(got.stdout)
-    done.write_text(json.dumps(result) + "\n")
+    done.write_text(json.dumps({"stamp": stamp, "result": result}) + "\n")
     return result
 
 
