@@ -51,8 +51,12 @@ def export(model: torch.nn.Module, tok, dest: Path, info: dict) -> None:
     model.save_pretrained(tmp)
     tok.save_pretrained(tmp)
     (tmp / "training.json").write_text(json.dumps(info) + "\n")
-    shutil.rmtree(dest, ignore_errors=True)
+    old = dest.with_name(dest.name + ".old")  # aside, not deleted first: a reader (a lease's collect, a stop
+    shutil.rmtree(old, ignore_errors=True)   # mid-export) finds dest/ missing for two renames at most
+    if dest.exists():
+        dest.rename(old)
     tmp.rename(dest)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def ema_of(model: torch.nn.Module, decay: float | None) -> AveragedModel | None:

@@ -30,7 +30,9 @@ A recipe has three sections (see configs/ for complete ones; ``--set train.lr=3e
             (with more than 1, the models of the best ``keep_best`` dev scores are kept in
             ranked/step-N/: a lease brings back more than one candidate), init_wait_minutes (wait this
             long for model.init_from to appear; with model.init_twin, a model of its shape, the run
-            sets itself up from the twin meanwhile: training.train's ``awaited_init``)
+            sets itself up from the twin meanwhile: training.train's ``awaited_init``),
+            eval_approx_times (once a time budget has fitted the steps, the approximate F0.5 is
+            evaluated that many times over them, evenly: a stage whose rate is unknown)
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ DEFAULTS: dict[str, Any] = {
         "select_on": None, "log_batches": False, "position_bias_lr_scale": 1.0, "position_prior": 0.0,
         "max_minutes": None, "ema_decay": None, "edit_weight": 1.0, "decay_share": None,
         "compile": False, "loss_chunk_tokens": 8192, "bench_steps": 0, "keep_best": 1, "init_wait_minutes": 0,
+        "eval_approx_times": None,
     },
 }
 

@@ -61,7 +61,7 @@ from training.data import Batches, build_dev, tokenizer_path
 from training.dev import dev_approx_f05, dev_f05, dev_loss
 from training.models import ModelKind, add_position_prior, component_losses, param_groups
 from training.step import T5Loss
-from training.step_bench import bench_step
+from training.step_bench import bench_step, random_batch
 
 EXPORT_REQUEST = "EXPORT"  # a file in the output directory: export interim/ at the next step
 
@@ -169,7 +169,10 @@ class Trainer:
         if self.tc["bench_steps"] and self.kind.name == "t5" and self.world == 1 and not self.state.step:
             self.bench()  # while the loader makes its first pool
         if self.awaited is not None:
+            self.warm_compile()
             self.load_awaited()
+        if not self.state.step:  # a fresh start: no ranked/ model of an earlier attempt competes
+            shutil.rmtree(self.out / "ranked", ignore_errors=True)
         self.end = min(self.max_steps, stop_after) if stop_after is not None else self.max_steps
         self.last: dict = {}
 
@@ -215,6 +218,23 @@ class Trainer:
             if time.time() > deadline:
                 raise SystemExit(f"{init} did not appear within {self.tc['init_wait_minutes']} minutes")
             time.sleep(1)
+
+    def warm_compile(self) -> None:
+        """The compiled step's first forward and backward, on a random batch of the recipe's shape,
+        while the run waits for its weights: compiled before the clock starts, and without timing it
+        against eager on a GPU another stage is using (the optimizer takes no step; the gradients go)."""
+        if self.forward is self.model:
+            return
+        t0 = time.perf_counter()
+        batch = random_batch(self.cfg["data"]["batch_tokens"], self.net.config.vocab_size, self.accelerator.device)
+        try:
+            with self.accelerator.autocast():
+                self.forward(**batch).backward()
+            self.log(f"compiled while waiting: {time.perf_counter() - t0:.1f} s")
+        except Exception as e:  # noqa: BLE001  as at a first step: a compiler that fails leaves the run eager
+            self.log(f"torch.compile failed while waiting ({type(e).__name__}: {str(e).splitlines()[0][:200]}); eager")
+            self.forward = self.model
+        self.optimizer.zero_grad(set_to_none=True)
 
     def load_awaited(self) -> None:
         """init_from's weights into the model built from its twin, in place: the optimizer (no step
@@ -391,6 +411,8 @@ class Trainer:
             if new_end is not None:  # never past the recipe's max_steps (a refit at its last step asks +1)
                 self.max_steps = min(self.max_steps, new_end)
                 self.end = min(self.end, self.max_steps)
+                if self.tc["eval_approx_times"]:  # evaluations spread over the fitted steps, whatever the rate
+                    self.tc["eval_approx_every"] = max(1, -(-self.max_steps // self.tc["eval_approx_times"]))
                 at_log = at_log or step == self.end  # a stop on time logs its last window
         return at_log
 

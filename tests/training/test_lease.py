@@ -266,18 +266,20 @@ def test_gpu_lease_15_minute_plans_fit_the_lease(path):
     assert len(calls) == 2 and all(c["timeout_s"] <= 600 and len(c["command"]) <= 2000 for c in calls)
     assert [w for w in calls[0]["command"].split() if w in ("start", "wait", "collect")] == ["start", "wait", "collect"]
     machine, unpack, interim, collect, transfers = 90, 30, 45, 60, 30  # seconds, lease 1's measured costs rounded up
+    gap = 15  # between the calls: call 1's files come back, call 2's carry goes out
     evaluations = 40  # the fine-tune's approximate F0.5 on 2,000 dev sentences, ~6 evaluations (the clock pauses)
     minutes = sum(s["minutes"] for s in plan["stages"])
     if plan.get("interim_call"):
         assert unpack + 60 * plan["wait_minutes"] + interim <= 600  # call 1
         # the first stage starts ~1 min into call 1 (unpack, the loader's start) and trains its minutes,
         # the fine-tune (set up while the first decays) its own; then call 2's collect and checks: all
-        # of it within the lease's 900 s, and at least 9 of its minutes training
+        # of it within the lease's 900 s, and at least 8.5 of its minutes training (the goal's 10 less the
+        # margin that keeps call 2 inside the lease at its limits, below)
         assert machine + unpack + 60 + 60 * minutes + evaluations + collect + 60 * plan["check_minutes"] \
-            + transfers <= 900 and minutes >= 9
+            + transfers <= 900 and minutes >= 8.5
         assert minutes > plan["wait_minutes"]  # the run goes on after call 1
         # call 2 ends before the lease does even when the fine-tune overruns: collect stops it
-        assert machine + unpack + 60 * plan["wait_minutes"] + interim + calls[1]["timeout_s"] <= 900
+        assert machine + unpack + 60 * plan["wait_minutes"] + interim + gap + calls[1]["timeout_s"] + gap <= 900
     else:
         # the call's 600 s hold start (~30 s), the wait, and collect (its 60 s stop grace, shipping, dev loss)
         assert plan["wait_minutes"] * 60 + 150 <= 600 and minutes < plan["wait_minutes"]

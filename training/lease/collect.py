@@ -54,15 +54,22 @@ def ship_interim(run_dir: Path, plan: dict, carried: list[str] | None, seconds: 
     request.parent.mkdir(parents=True, exist_ok=True)
     request.touch()
     deadline = time.time() + seconds
-    while request.exists() and time.time() < deadline and read_json(run_dir / "status.json").get("state") == "running":
+
+    def ended() -> bool:  # a stage that ended serves no request; a later stage keeps the recipe running
+        return (run_dir / stage / "DONE").is_file() or (run_dir / stage / "last" / "config.json").is_file()
+
+    while request.exists() and time.time() < deadline and not ended() \
+            and read_json(run_dir / "status.json").get("state") == "running":
         time.sleep(1)
     if request.exists() or not (interim / "config.json").is_file():
         request.unlink(missing_ok=True)
         if read_json(run_dir / "status.json").get("state") != "running":
             return {}  # the run ended first: its final models are better than an interim
-        if not (run_dir / stage / "DONE").is_file():
+        if not ended():
             raise SystemExit(f"[collect] {stage} exported no interim/ within {seconds:.0f} s")
         interim = run_dir / stage / "last"  # the stage has ended; a later one (the fine-tune) runs on
+        while not (interim / "config.json").is_file() and time.time() < deadline:
+            time.sleep(1)  # last/ is the stage's last export: it may still be on its way
     bundle = run_dir / "bundle"
     shutil.rmtree(bundle, ignore_errors=True)
     shipped = {"t5": f"{stage}/{interim.name}", "continuation": f"{stage}/{interim.name}"}
@@ -83,13 +90,27 @@ def run_ship(run_dir: Path, pairs: list[str], carried: list[str] | None) -> None
                    check=True, cwd=REPO_ROOT, env=environment(run_dir))
 
 
+def ranked(stage_dir: Path) -> list[Path]:
+    """The stage's complete ranked/step-N/ models (train.keep_best), best first; training.json is
+    written last, so a folder an interrupted export left (step-N.tmp, or no score yet) is not one."""
+    found = [(read_json(p / "training.json"), p) for p in (stage_dir / "ranked").glob("step-*")
+             if p.name[5:].isdigit()]
+    found = [(info, p) for info, p in found if "score" in info and (p / "config.json").is_file()]
+    found.sort(key=lambda r: (-r[0]["score"], r[0].get("step", 0)))  # Trainer.keep_ranked's order
+    return [p for _, p in found]
+
+
 def runners_up(stage_dir: Path, count: int) -> list[Path]:
-    """The stage's ranked/ models after its best/, best first (train.keep_best)."""
+    """The stage's ranked/ models after the one shipped as its best, best first."""
     best = read_json(stage_dir / "best" / "training.json").get("step")
-    ranked = [(read_json(p / "training.json"), p) for p in (stage_dir / "ranked").glob("step-*")
-              if (p / "config.json").is_file()]
-    ranked.sort(key=lambda r: (-r[0].get("score", float("-inf")), r[0].get("step", 0)))
-    return [p for info, p in ranked if info.get("step") != best][:count]
+    return [p for p in ranked(stage_dir) if read_json(p / "training.json").get("step") != best][:count]
+
+
+def best_of(stage_dir: Path) -> Path:
+    """What a stage ships: best/, or the top of ranked/ when a stop came between best/'s renames."""
+    if (stage_dir / "best" / "config.json").is_file():
+        return stage_dir / "best"
+    return next(iter(ranked(stage_dir)), stage_dir / "best")
 
 
 def ship(run_dir: Path, plan: dict, carried: list[str] | None) -> dict[str, str]:
@@ -99,23 +120,29 @@ def ship(run_dir: Path, plan: dict, carried: list[str] | None) -> dict[str, str]
     shipped, pairs = {}, []
     for kind in ("t5", "edit5"):  # the T5 first: an EdiT5 on its encoder ships only beside it
         entries = plan.get("bundle", {}).get(kind, [])
-        sources = {e: repo_model(e) or run_dir / e / "best" for e in entries}
+        sources = {e: repo_model(e) or best_of(run_dir / e) for e in entries}
         entry = next((e for e, src in sources.items() if (src / "config.json").is_file()), None)
         if entry is None:
             print(f"[collect] no {kind} to ship: none of {entries} has a best/ or is a shipped model")
             continue
-        shipped[kind] = entry
+        shipped[kind] = entry if sources[entry].name == "best" or repo_model(entry) else \
+            f"{entry}/ranked/{sources[entry].name}"
         pairs += [str(sources[entry]), str(bundle / kind)]
-        if kind == "t5" and not repo_model(entry):  # the candidates beside it: t5-2/, ...
-            for n, src in enumerate(runners_up(run_dir / entry, int(plan.get("candidates", 1)) - 1), 2):
-                shipped[f"t5-{n}"] = f"{entry}/ranked/{src.name}"
-                pairs += [str(src), str(bundle / f"t5-{n}")]
     stable = plan.get("continuation")  # STAGE/DIR
     if stable and (run_dir / stable / "config.json").is_file():  # the next lease starts from it
         shipped["continuation"] = stable
         pairs += [str(run_dir / stable), str(bundle / "continuation")]
     if pairs:
         run_ship(run_dir, pairs, carried)
+    t5 = shipped.get("t5", "")
+    if t5 and not repo_model(t5):  # the candidates beside it (t5-2/, ...): apart, so that one never costs the rest
+        for n, src in enumerate(runners_up(run_dir / t5.partition("/")[0], int(plan.get("candidates", 1)) - 1), 2):
+            try:
+                run_ship(run_dir, [str(src), str(bundle / f"t5-{n}")], carried)
+                shipped[f"t5-{n}"] = f"{t5.partition('/')[0]}/ranked/{src.name}"
+            except subprocess.CalledProcessError:
+                print(f"[collect] candidate {src} did not ship: left out")
+                shutil.rmtree(bundle / f"t5-{n}", ignore_errors=True)
     if "t5" in shipped:
         load_tokenizer(bundle / "t5").save_pretrained(bundle / "tokenizer")
         shutil.copy(DEFAULT_MODEL / "corrector_config.json", bundle / "corrector_config.json")
@@ -200,14 +227,15 @@ def collect(run_dir: Path, out: Path, interim: bool = False, check_minutes: floa
     status = read_json(run_dir / "status.json")
     device = default_device()
     data = default_data_dir(run_dir / "data")
-    evaluation = {kind: {"stage": stage, **(approx(run_dir, stage) if not interim else {}),
-                         **dev_loss(run_dir / "bundle" / kind, run_dir / stage.partition("/")[0], data, device)}
+    evaluation = {kind: {"stage": stage, **(approx(run_dir, stage) if not interim else {}),  # candidates: no
+                         **({} if kind.startswith("t5-") else  # dev loss (seconds of call 2), their approx F0.5
+                            dev_loss(run_dir / "bundle" / kind, run_dir / stage.partition("/")[0], data, device))}
                   for kind, stage in shipped.items() if kind != "continuation" and not repo_model(stage)}
-    evaluation["note"] = ("dev_approx_f05 is training.dev's approximate F0.5 (no spaCy here), the stage's best: "
-                          "ERRANT F0.5 on the CPU machine after `python -m training.lease join` decides")
+    evaluation["note"] = ("dev_approx_f05 is training.dev's approximate F0.5 (no spaCy here), the shipped model's "
+                          "own: ERRANT F0.5 on the CPU machine (`python -m training.lease pick`) decides")
     (run_dir / "eval.json").write_text(json.dumps(evaluation, indent=1) + "\n")
     for kind, result in evaluation.items():
-        if kind != "note":
+        if kind != "note" and "dev_loss" in result:
             print(f"[collect] {kind} ({result['stage']}): dev loss {result['dev_loss']:.4f} on {result['examples']} "
                   f"sentences, {result['device']}")
     stages = {s["name"]: stage_summary(run_dir / s["name"]) for s in plan["stages"]}

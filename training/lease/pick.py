@@ -14,6 +14,7 @@ best ``candidates`` back (runs/lease-bundle/t5, t5-2, ...). Here each runs the s
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -53,7 +54,7 @@ def evaluate(bundle: Path, hyp: Path, gold: Path) -> dict:
     outputs are reused only for the same gold file, T5 weights and run-time settings."""
     done = hyp.with_suffix(".json")
     stamp = {"gold": sha256(gold), "t5": sha256(bundle / "t5" / "model.safetensors"),
-             "settings": sha256(bundle / "corrector_config.json")}
+             "settings": sha256(bundle / "corrector_config.json"), "code": code_hash()}
     if done.is_file() and hyp.is_file():  # a bundle's outputs do not change: the shipped T5's are kept
         kept = json.loads(done.read_text())
         if kept.get("stamp") == stamp:
@@ -67,13 +68,21 @@ def evaluate(bundle: Path, hyp: Path, gold: Path) -> dict:
     return result
 
 
+def code_hash() -> str:
+    """The package's code (decoding, spelling, rescoring...): kept outputs of other code are stale."""
+    h = hashlib.sha256()
+    for path in sorted((REPO_ROOT / "editspec").rglob("*.py")):
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
 def scores(result) -> dict[str, float]:
     return {k: 100 * v for k, v in zip(("precision", "recall", "f0.5"), result.scores())}
 
 
 def pick(bundle: Path, data: Path | None = None, work: Path | None = None, shipped: Path = DEFAULT_MODEL) -> dict:
     """Every candidate of ``bundle`` through the shipped pipeline on W&I dev; the best against ``shipped``."""
-    from editspec.evaluation.errant import ErrantEvaluator
+    from editspec.evaluation.errant import ErrantEvaluator  # spaCy loads only when a pick runs
     from editspec.evaluation.run import read_lines
     from editspec.evaluation.stats import paired_bootstrap
 
@@ -93,8 +102,9 @@ def pick(bundle: Path, data: Path | None = None, work: Path | None = None, shipp
         evaluate(candidate_bundle(model, work / model.name / "bundle"), hyp, gold)
         result = evaluator.score(read_lines(hyp))
         trained = json.loads((model / "training.json").read_text()) if (model / "training.json").is_file() else {}
+        approx = trained.get("score", trained.get("best") if trained.get("select_on") == "approx_f05" else None)
         rows.append({"candidate": model.name, "scores": scores(result), "bootstrap": paired_bootstrap(base, result),
-                     "device": {"step": trained.get("step"), "approx_f05": trained.get("score", trained.get("best"))}})
+                     "device": {"step": trained.get("step"), "approx_f05": approx}})
     best = max(rows, key=lambda r: r["scores"]["f0.5"])
     best["picked"] = True
     threshold = 0.05 / len(rows)

@@ -260,11 +260,12 @@ def device_calls(folder: Path, plan: dict) -> str:
     wait = f"{env} wait --minutes {plan['wait_minutes']}"
     if plan.get("interim_call"):
         final_wait = f"{env} wait --minutes {plan['final_wait_minutes']}"
-        calls = [("start, wait, collect the interim weights: unpack, train; the run goes on after the call",
+        calls = [("start, wait, collect the interim weights (and stable/ once the decay began): unpack, train; the run "
+                  "goes on after the call",
                   {"command": f"{start} && {{ {wait}; w=$?; {collect} --interim && exit $w; }}", "carry": [str(rel)],
                    "timeout_s": 600}),
-                 ("right after, on the still-warm machine: the run's end, collect (the decayed candidate and the "
-                  "continuation), the CUDA checks",
+                 ("right after, on the still-warm machine: the run's end, collect (the candidates and the "
+                  "continuation)" + (", the CUDA checks" if plan["check_minutes"] else ""),
                   {"command": f"{final_wait}; {collect} --check-minutes {plan['check_minutes']}", "carry": [str(rel)],
                    "timeout_s": int(60 * (plan["final_wait_minutes"] + plan["check_minutes"]) + 90)})]
     elif plan.get("one_call"):
@@ -294,7 +295,7 @@ def device_calls(folder: Path, plan: dict) -> str:
     lines += ["Then give the machine back (give_back), and here, with the files_at folder of the call that collected",
               "(the last one that did: an interim collect is the lease's result only if the next call failed):",
               "  python -m training.lease join FILES_AT runs/lease-bundle",
-              "  python -m training.lease finetune runs/lease-bundle/t5      # the gold fine-tune here, in the background"]
+              "  python -m training.lease pick runs/lease-bundle --ship      # ERRANT on W&I dev, paired bootstrap"]
     return "\n".join(lines)
 
 

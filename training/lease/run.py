@@ -169,19 +169,29 @@ def launch(run_dir: Path, stage: dict, lease: dict) -> subprocess.Popen | None:
     except EditspecError as e:
         print(f"[lease] stage {stage['name']}: {e}", flush=True)
         return None
-    if stage.get("early"):  # started before the stage it continues ends: built from the twin meanwhile
-        command += ["--set", f"model.init_twin={run_dir / stage['early']}"]
-    return subprocess.Popen(command, cwd=REPO_ROOT)
+    if not stage.get("early"):
+        return subprocess.Popen(command, cwd=REPO_ROOT)
+    # started before the stage it continues ends, built from the twin meanwhile: at a lower priority and
+    # with few compile workers, so that the running stage's data workers keep their cores
+    command += ["--set", f"model.init_twin={run_dir / stage['early']}"]
+    return subprocess.Popen(command, cwd=REPO_ROOT, env={**os.environ, "TORCHINDUCTOR_COMPILE_THREADS": "2"},
+                            preexec_fn=lambda: os.nice(10))
 
 
 def follow(proc: subprocess.Popen, run_dir: Path, lease: dict, after: dict | None,
-           early: dict[str, subprocess.Popen]) -> int:
-    """Wait for ``proc``; meanwhile start the ``after`` stage once its ``early`` twin appears."""
+           early: dict[str, subprocess.Popen | None]) -> int:
+    """Wait for ``proc``; meanwhile start the ``after`` stage once its ``early`` twin appears, and
+    say at once when that early stage ends (a failure there is known before ``proc`` ends)."""
+    said = False
     while (rc := proc.poll()) is None:
         if after and after.get("early") and after["name"] not in early \
                 and (run_dir / after["early"] / "config.json").is_file():
             print(f"[lease] stage {after['name']} starts early: {after['early']} is there", flush=True)
             early[after["name"]] = launch(run_dir, after, lease)
+        other = early.get(after["name"]) if after else None
+        if other is not None and other.poll() not in (None, 0) and not said:
+            print(f"[lease] stage {after['name']} (started early) exited with {other.returncode}", flush=True)
+            said = True
         time.sleep(1)
     return rc
 
@@ -206,11 +216,10 @@ def recipe(run_dir: Path) -> int:
         after = stages[i + 1] if i + 1 < len(stages) else None
         rc = follow(proc, run_dir, lease, after, early) if proc is not None else 2
         if rc != 0:
-            for other in early.values():  # a stage that continues a failed one has nothing to wait for
-                if other is not None:
-                    other.kill()
             set_status(run_dir, state="failed", error=f"stage {stage['name']} exited with {rc}")
             print(f"[lease] stage {stage['name']} failed (exit {rc})", flush=True)
+            if early:  # a stage that continues the failed one has nothing to wait for: the recipe's whole
+                os.killpg(os.getpgrp(), signal.SIGTERM)  # group goes (its loader, compile workers), this too
             return rc
         (run_dir / stage["name"]).mkdir(parents=True, exist_ok=True)  # a module stage writes elsewhere
         (run_dir / stage["name"] / "DONE").touch()
