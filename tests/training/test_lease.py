@@ -52,7 +52,7 @@ TINY = [  # every stage: a tiny T5 (still a 12-layer encoder), a few steps; the 
 # the default plan's stages train through two calls: long enough to be asked for interim/ while they
 # run; the fine-tune ranks its checkpoints at steps 20, 40 and 60 (the synthetic stage selects on loss)
 RUNNING = ["train.max_steps=60", "train.save_every=1000", "train.eval_every=1000", "train.log_every=2",
-           "train.eval_approx_every=20"]
+           "train.eval_approx_every=20", "train.max_minutes=30"]  # steps, not the plan's minutes, end them here
 
 
 def travelling_copy(dest: Path) -> Path:
@@ -156,8 +156,8 @@ def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsy
         (run_dir / "recipe.log").read_text()[-3000:]
     status, recipe_log = read_json(run_dir / "status.json"), (run_dir / "recipe.log").read_text()
     assert status["state"] == "done" and status["done"] == ["t5-wsd", "t5-ft"], recipe_log[-3000:]
-    # the fine-tune started while the synthetic stage decayed, set itself up from stable/, then took last/
-    assert "stage t5-ft starts early" in recipe_log and "until" in recipe_log and "its weights loaded" in recipe_log
+    # the fine-tune started while the synthetic stage decayed (how it then takes last/: test_training's twin test)
+    assert "stage t5-ft starts early" in recipe_log
     ft_log = [json.loads(x) for x in (run_dir / "t5-ft" / "log.jsonl").read_text().splitlines()]
     assert [e["step"] for e in ft_log if "dev_approx_f05" in e] == [20, 40, 60]
     ranked = sorted((run_dir / "t5-ft" / "ranked").glob("step-*"))

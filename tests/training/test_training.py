@@ -568,6 +568,38 @@ def test_respelled_sources_come_from_the_carried_table_where_it_holds_them(tmp_p
     assert data.read_pairs(spec, tmp_path)["source"] == ["I RECIEVE YOUR LETER.", "FINE!"] and len(calls) == 1
 
 
+def test_a_run_built_from_a_twin_takes_the_awaited_weights_when_they_appear(tmp_path, data_dir, tokenizer_dir):
+    """train.init_wait_minutes with model.init_twin (a lease's fine-tune, started while the stage it
+    continues ends): the run sets itself up from the twin, waits for init_from, and trains from
+    init_from's weights, not the twin's (lr 0: the weights it exports are exactly init_from's)."""
+    import threading
+
+    tok = load_tokenizer(tokenizer_dir)
+    cfg = config.load_config(TINY, [f"model.tokenizer={tokenizer_dir}"])
+    make = lambda seed: (torch.manual_seed(seed), models.ModelKind("t5").build(cfg["model"], tok))[1]  # noqa: E731
+    twin, awaited = make(1), make(2)
+    twin.save_pretrained(tmp_path / "twin")
+    tok.save_pretrained(tmp_path / "twin")
+    late = threading.Timer(3.0, lambda: (awaited.save_pretrained(tmp_path / "late.tmp"),
+                                         tok.save_pretrained(tmp_path / "late.tmp"),
+                                         (tmp_path / "late.tmp").rename(tmp_path / "late")))
+    late.start()
+    run(tmp_path / "run", data_dir, tokenizer_dir, "--max-steps", "2", "--init-from", str(tmp_path / "late"),
+        "--set", f"model.init_twin={tmp_path / 'twin'}", "--set", "train.init_wait_minutes=1",
+        "--set", "train.lr=0", "--set", "train.weight_decay=0", "--set", "train.eval_every=0")
+    late.join()
+    got = load_file(tmp_path / "run" / "last" / "model.safetensors")
+    want, other = awaited.state_dict(), twin.state_dict()
+    assert all(torch.equal(got[k], want[k]) for k in got) and not all(torch.equal(got[k], other[k]) for k in got)
+    assert yaml_init(tmp_path / "run") == str(tmp_path / "late")  # the recipe records what it trained from
+
+
+def yaml_init(out: Path) -> str:
+    import yaml
+
+    return yaml.safe_load((out / "config.yaml").read_text())["model"]["init_from"]
+
+
 def test_keep_best_keeps_the_models_of_the_best_scores(tmp_path):
     """train.keep_best: ranked/step-N/ holds the models of the best scores so far, with their score."""
     saved = []
