@@ -21,6 +21,7 @@ A mode's data lives here, torch-free, so that ``CorrectorConfig`` and the CLI ch
     hf-beam4             t5                          ... ``num_beams=4``
     ct2-greedy           t5                          CTranslate2's greedy search, float32
     ct2-int8             t5                          ... int8 compute
+    ct2-beam4            t5                          ... beam search, 4 beams, float32
 
 ``ALL`` is in the profile's order: T5 first, the reference every other mode is compared with.
 """
@@ -62,9 +63,10 @@ HF_PROMPT_LOOKUP = Mode("hf-prompt-lookup", ("t5",))
 HF_BEAM4 = Mode("hf-beam4", ("t5",))
 CT2_GREEDY = Mode("ct2-greedy", ("t5",))  # CTranslate2's translate_batch
 CT2_INT8 = Mode("ct2-int8", ("t5",))
+CT2_BEAM4 = Mode("ct2-beam4", ("t5",))
 
 ALL = (T5, EDIT5, SPECULATIVE, SPECULATIVE_EDIT5, SPECULATIVE_COPY, SPECULATIVE_PERFECT, BEAM4, BEAM4_DRAFTED,
-       HF_GREEDY, HF_ASSISTED, HF_PROMPT_LOOKUP, HF_BEAM4, CT2_GREEDY, CT2_INT8)
+       HF_GREEDY, HF_ASSISTED, HF_PROMPT_LOOKUP, HF_BEAM4, CT2_GREEDY, CT2_INT8, CT2_BEAM4)
 BY_NAME = {m.name: m for m in ALL}
 CORRECTOR = {m.name: m for m in ALL if m.corrector}  # --mode's choices
 

@@ -260,4 +260,5 @@ TIMED: dict[str, Timed] = {t.mode.name: t for t in (
     Peer(modes.HF_BEAM4, lambda p: {"num_beams": 4}),
     CT2(modes.CT2_GREEDY),
     CT2(modes.CT2_INT8),
+    CT2(modes.CT2_BEAM4),
 )}
