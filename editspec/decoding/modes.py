@@ -3,7 +3,8 @@
     EDIT5        rows in batches of ``batch_size``: EdiT5's edits, realized (``decoding.edit5``),
                  rendered from the alignment they carry
     T5           all rows through the decoding core's slots (``core.generate``), no draft; each
-                 row's output within ``budgets.output_budget`` of its own length
+                 row's output within ``budgets.output_budget`` of its own length; with ``beams``
+                 (``--beam N``, both T5 modes), the best hypothesis of ``beam.generate`` instead
     SPECULATIVE  as T5, drafted by the source when there is no EdiT5; by the cheaper, as measured,
                  of EdiT5 and the source when EdiT5 reads T5's ids (``drafters.speculative``);
                  else by EdiT5's output in its own vocabulary, re-tokenized into T5's
