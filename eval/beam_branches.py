@@ -5,8 +5,8 @@
 Runs the drafted beam search (4 beams, batch 1, the source as each beam's draft) on the first
 ``--limit`` W&I dev sentences with ``beam.reorder`` wrapped to classify every new beam: ``on`` (its
 token is its origin row's next draft token: no pass needed), ``no draft`` (the origin row had no
-draft token left), or an alternative of rank r (the origin row had a draft, the beam took the
-model's r-th best token instead, 3 for 3rd or worse: r = 0 means the draft disagreed with the model's own choice), and
+draft token left), or ``rank r``: the origin row had a draft and the beam took the model's r-th
+best token instead (3: third or worse; 0: the draft disagreed with the model's own choice); and
 how many beams of each group step were off their drafts (any: the group waits for a pass).
 """
 
