@@ -108,7 +108,8 @@ def test_source_drafts_cut_the_passes_of_a_trained_t5(tokenizer, overfitted_t5):
     assert stats.passes <= plain_stats.passes and sum(stats.row_passes) < 0.7 * sum(plain_stats.row_passes)
     assert [tokenizer.decode(hs[0].ids, skip_special_tokens=True) for hs in plain] == list(targets)
     # padded here: padding=True would leave padding switched on in the session tokenizer's backend
-    ref, _ = hf_beams(model, pad(ids, tokenizer.pad_token_id), pad([[1] * len(i) for i in ids], 0), 4, 2, 1.0, False, 40)
+    mask = pad([[1] * len(i) for i in ids], 0)
+    ref, _ = hf_beams(model, pad(ids, tokenizer.pad_token_id), mask, 4, 2, 1.0, False, 40)
     assert [h.ids for hs in plain for h in hs] == ref
 
 
