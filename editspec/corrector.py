@@ -59,7 +59,7 @@ import torch
 from editspec.config import CorrectorConfig
 from editspec.decoding import drafters, measured, rescoring, window
 from editspec.decoding.decoder import exact_windows
-from editspec.decoding.modes import MODES, Edit5Mode, T5Mode, shares_vocabulary
+from editspec.decoding.modes import MODES, Edit5Mode, T5Mode, beam_settings, shares_vocabulary
 from editspec.errors import EditspecError
 from editspec.modeling import loading, quantization
 from editspec.modeling.loading import load_edit5, resolve_device, resolve_models, trained_length
@@ -84,9 +84,10 @@ class Corrector:
     def __init__(self, mode: str, edit5=None, edit5_tokenizer=None, t5=None, t5_tokenizer=None,
                  batch_size: int = 16, max_length: int | None = None, paths: dict | None = None,
                  max_edit_words: int = 0, rounds: int = 1, spelling: bool = False, rescore: bool = False,
-                 prefix: str = ""):
+                 prefix: str = "", num_beams: int = 1):
         # validates the settings (one-line errors); kept as attributes that callers may change
         CorrectorConfig(mode, max_edit_words, rounds, spelling, rescore, prefix)
+        self.num_beams = beam_settings(num_beams, mode).num_beams  # T5's beam search (``decoding.beam``)
         if batch_size < 1:
             raise EditspecError("batch size must be at least 1")
         need = MODES[mode].mode.needs
@@ -165,7 +166,7 @@ class Corrector:
         device: str | torch.device | None = None, batch_size: int = 16, max_length: int | None = None,
         max_edit_words: int | None = None, rounds: int | None = None, spelling: bool | None = None,
         rescore: bool | None = None, prefix: str | None = None, dtype: str | torch.dtype | None = None,
-        quantize: str | None = None,
+        quantize: str | None = None, num_beams: int = 1,
     ) -> "Corrector":
         """Load a bundle (``DIR/edit5``, ``DIR/t5``) or one checkpoint; default: the shipped bundle.
 
@@ -180,9 +181,12 @@ class Corrector:
         units, else float32; the shipped weights are bfloat16 on disk).
         ``quantize`` ("int8", CPU only): the models' linears in int8 (``modeling.quantization``;
         faster on long inputs and large batches, but not batch-independent).
+        ``num_beams`` > 1: the T5 decodes by beam search (t5 and speculative modes alike; output as
+        transformers' ``generate(num_beams=...)``), ``batch_size`` sentences of ``num_beams`` rows.
         """
         if batch_size < 1:
             raise EditspecError("batch size must be at least 1")
+        beam_settings(num_beams, mode)  # before the models load
         if max_length is not None and max_length < 3:
             raise EditspecError("max length must be at least 3 tokens (with EOS)")
         edit5_path, t5_path = resolve_models(model, edit5, t5)
@@ -217,7 +221,7 @@ class Corrector:
                     quantization.quantize(loaded[kind], quantize)
         return cls(mode, batch_size=batch_size, max_length=max_length, paths=paths,
                    max_edit_words=config.max_edit_words, rounds=config.rounds, spelling=config.spelling,
-                   rescore=config.rescore, prefix=config.prefix, **loaded)
+                   rescore=config.rescore, prefix=config.prefix, num_beams=num_beams, **loaded)
 
     @property
     def config(self) -> CorrectorConfig:
@@ -390,10 +394,12 @@ class Corrector:
         mode = self._mode
         if not encoded:
             return []
-        scores = known is not None and self.rescore and self.output_kind == "t5" and exact_windows(self.t5)
+        # beam search: no greedy drafter, no greedy scores (rescoring forces its passes)
+        beams = beam_settings(self.num_beams, self.mode) if self.num_beams > 1 else None
+        scores = known is not None and self.rescore and self.output_kind == "t5" and exact_windows(self.t5) and not beams
         with torch.inference_mode(), self.timings(mode.step):  # the model parts inside: see profiling.pipeline
-            drafter = self._drafter(encoded) if mode.drafts else None
-            outputs, stats = mode.run(self, encoded, self.batch_size, drafter, done, scores=scores)
+            drafter = self._drafter(encoded) if mode.drafts and not beams else None
+            outputs, stats = mode.run(self, encoded, self.batch_size, drafter, done, scores=scores, beams=beams)
         if scores:  # T5 modes: one decode a round, so one set of widths
             known.record([e.ids for e in encoded], outputs, stats, self.t5_tokenizer.eos_token_id)
         with self.timings("render"):
