@@ -66,7 +66,7 @@ from editspec.bundle import KINDS, Bundle
 from editspec.config import CorrectorConfig
 from editspec.decoding import drafters, rescoring, window
 from editspec.decoding.decoder import exact_windows
-from editspec.decoding.runners import RUNNERS, Edit5Runner, T5Runner
+from editspec.decoding.runners import RUNNERS, Edit5Runner, T5Runner, beam_settings
 from editspec.errors import EditspecError
 from editspec.modeling import loading
 from editspec.modeling.loading import resolve_models, trained_length
@@ -88,14 +88,16 @@ class Corrector:
     verifies), on the models of a ``Bundle``."""
 
     def __init__(self, bundle: Bundle, config: CorrectorConfig = CorrectorConfig(), batch_size: int = 16,
-                 max_length: int | None = None):
+                 max_length: int | None = None, num_beams: int = 1):
         """``config``'s settings are kept as attributes that callers may change; without a mode,
         speculative when both models are there, else the one there. ``max_length``: model input
-        tokens with EOS (default: the models' training length)."""
+        tokens with EOS (default: the models' training length); ``num_beams`` > 1: the T5's beam
+        search (``decoding.beam``)."""
         if batch_size < 1:
             raise EditspecError("batch size must be at least 1")
         mode = config.mode or ("speculative" if bundle.edit5 is not None and bundle.t5 is not None
                                else "edit5" if bundle.edit5 is not None else "t5")
+        self.num_beams = beam_settings(num_beams, mode).num_beams
         need = RUNNERS[mode].mode.needs
         missing = [k for k in need if getattr(bundle, k) is None]
         if missing:
@@ -141,7 +143,7 @@ class Corrector:
         device: str | torch.device | None = None, batch_size: int = 16, max_length: int | None = None,
         max_edit_words: int | None = None, rounds: int | None = None, spelling: bool | None = None,
         rescore: bool | None = None, prefix: str | None = None, dtype: str | torch.dtype | None = None,
-        quantize: str | None = None,
+        quantize: str | None = None, num_beams: int = 1,
     ) -> "Corrector":
         """Load a bundle (``DIR/edit5``, ``DIR/t5``) or one checkpoint; default: the shipped bundle.
 
@@ -156,9 +158,12 @@ class Corrector:
         units, else float32; the shipped weights are bfloat16 on disk).
         ``quantize`` ("int8", CPU only): the models' linears in int8 (``modeling.quantization``;
         faster on long inputs and large batches, but not batch-independent).
+        ``num_beams`` > 1: the T5 decodes by beam search (t5 and speculative modes alike; output as
+        transformers' ``generate(num_beams=...)``), ``batch_size`` sentences of ``num_beams`` rows.
         """
         if batch_size < 1:
             raise EditspecError("batch size must be at least 1")
+        beam_settings(num_beams, mode)  # before the models load
         if max_length is not None and max_length < 3:
             raise EditspecError("max length must be at least 3 tokens (with EOS)")
         edit5_path, t5_path = resolve_models(model, edit5, t5)
@@ -179,7 +184,8 @@ class Corrector:
                 raise EditspecError(f"mode {mode} needs {'an EdiT5' if kind == 'edit5' else 'a T5'} "
                                     f"model, and {where} has none (pass --{kind} DIR)")
         bundle = Bundle.load(edit5_path, t5_path, RUNNERS[mode].mode.uses, device, dtype, quantize)
-        return cls(bundle, config.replace(mode=mode), batch_size=batch_size, max_length=max_length)
+        return cls(bundle, config.replace(mode=mode), batch_size=batch_size, max_length=max_length,
+                   num_beams=num_beams)
 
     @property
     def config(self) -> CorrectorConfig:
@@ -337,10 +343,14 @@ class Corrector:
         mode = self._mode
         if not encoded:
             return []
-        scores = known is not None and self.rescore and self.output_kind == "t5" and exact_windows(self.bundle.t5)
+        # beam search: no greedy drafter, no greedy scores (rescoring forces its passes)
+        beams = beam_settings(self.num_beams, self.mode) if self.num_beams > 1 else None
+        scores = known is not None and self.rescore and self.output_kind == "t5" and \
+            exact_windows(self.bundle.t5) and not beams
         with torch.inference_mode(), self.timings(mode.step):  # the model parts inside: see profiling.pipeline
-            drafter = self._drafter(encoded) if mode.drafts else None
-            outputs, stats = mode.run(self.bundle, encoded, self.batch_size, drafter, done, scores=scores)
+            drafter = self._drafter(encoded) if mode.drafts and not beams else None
+            outputs, stats = mode.run(self.bundle, encoded, self.batch_size, drafter, done, scores=scores,
+                                      beams=beams)
         if scores:  # T5 modes: one decode a round, so one set of widths
             known.record([e.ids for e in encoded], outputs, stats, self.bundle.t5_tokenizer.eos_token_id)
         with self.timings("render"):

@@ -19,16 +19,18 @@ class TrainState:
     def __init__(self):
         self.step, self.position, self.best, self.best_step, self.examples = 0, Position(), None, None, 0
         self.budget: dict = {}  # the time budget's clock and fitted schedule (training.budget)
+        self.ranked: list[list] = []  # [score, step] of the models kept in ranked/ (train.keep_best), best first
 
     def state_dict(self) -> dict:
         return {"step": self.step, "position": self.position.state_dict(), "best": self.best,
-                "best_step": self.best_step, "examples": self.examples, "budget": self.budget}
+                "best_step": self.best_step, "examples": self.examples, "budget": self.budget, "ranked": self.ranked}
 
     def load_state_dict(self, state: dict) -> None:
         self.step, self.position = int(state["step"]), Position.from_state(state["position"])
         self.best, self.best_step = state["best"], state["best_step"]
         self.examples = int(state.get("examples", 0))
         self.budget = dict(state.get("budget") or {})
+        self.ranked = [list(r) for r in state.get("ranked", [])]
 
 
 def checkpoints(out: Path) -> list[Path]:
@@ -49,8 +51,12 @@ def export(model: torch.nn.Module, tok, dest: Path, info: dict) -> None:
     model.save_pretrained(tmp)
     tok.save_pretrained(tmp)
     (tmp / "training.json").write_text(json.dumps(info) + "\n")
-    shutil.rmtree(dest, ignore_errors=True)
+    old = dest.with_name(dest.name + ".old")  # aside, not deleted first: a reader (a lease's collect, a stop
+    shutil.rmtree(old, ignore_errors=True)   # mid-export) finds dest/ missing for two renames at most
+    if dest.exists():
+        dest.rename(old)
     tmp.rename(dest)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def ema_of(model: torch.nn.Module, decay: float | None) -> AveragedModel | None:

@@ -26,7 +26,13 @@ A recipe has three sections (see configs/ for complete ones; ``--set train.lr=3e
             and the model where the decay starts is exported as stable/, a series' continuation),
             compile (torch.compile the step's forward; eager again if the first compiled step fails),
             loss_chunk_tokens (target tokens per chunk of the T5's loss: training.step), bench_steps
-            (time the step's variants while the data starts, training.step_bench; 0: no)
+            (time the step's variants while the data starts, training.step_bench; 0: no), keep_best
+            (with more than 1, the models of the best ``keep_best`` dev scores are kept in
+            ranked/step-N/: a lease brings back more than one candidate), init_wait_minutes (wait this
+            long for model.init_from to appear; with model.init_twin, a model of its shape, the run
+            sets itself up from the twin meanwhile: training.train's ``awaited_init``),
+            eval_approx_times (once a time budget has fitted the steps, the approximate F0.5 is
+            evaluated that many times over them, evenly: a stage whose rate is unknown)
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 DEFAULTS: dict[str, Any] = {
     "model": {"type": "t5", "tokenizer": "editspec/models/default/tokenizer", "init_from": None, "config": {},
-              "point_markers": False, "marker_gap": False, "share_encoder": False},
+              "point_markers": False, "marker_gap": False, "share_encoder": False, "init_twin": None},
     "data": {
         "sources": [], "dev": None, "max_length": 128, "batch_tokens": 4096, "batch_size": None,
         "max_batch_size": 512, "pool_size": 4096, "workers": 0, "prefetch": 64,
@@ -55,7 +61,8 @@ DEFAULTS: dict[str, Any] = {
         "log_every": 10, "eval_every": 500, "eval_f05_every": None, "eval_approx_every": None,
         "select_on": None, "log_batches": False, "position_bias_lr_scale": 1.0, "position_prior": 0.0,
         "max_minutes": None, "ema_decay": None, "edit_weight": 1.0, "decay_share": None,
-        "compile": False, "loss_chunk_tokens": 8192, "bench_steps": 0,
+        "compile": False, "loss_chunk_tokens": 8192, "bench_steps": 0, "keep_best": 1, "init_wait_minutes": 0,
+        "eval_approx_times": None,
     },
 }
 

@@ -36,11 +36,11 @@ import torch
 
 from editspec.data import corpora
 from editspec.data.corpora import evenly_spaced
-from editspec.pre.spelling import respell_all
 from editspec.tokenization.edits import align
 from editspec.tokenization.tokens import encode, load_tokenizer
 from training.data_mixture import Batching, MapSource, Mixture, Position, ShardedStream
 from training.config import REPO_ROOT, resolve
+from training.respelling import respelled
 from training.models import ModelKind
 from training.synthetic.pairs import WIKI_DIR, shard_files, synthetic_pairs
 
@@ -64,7 +64,8 @@ def featurized_rows(dataset, kind: ModelKind, tok, max_length: int):
 
 def read_pairs(spec: dict, data_dir: Path):
     """The (source, target) dataset of a map-style source spec; with ``respell``, the sources as
-    ``Corrector`` hands them to a model after its spelling step."""
+    ``Corrector`` hands them to a model after its spelling step (``training.respelling``: from the
+    data directory's table where a lease carried one)."""
     kind = spec.get("type", "m2")
     path = lambda key: str(data_dir / spec[key])  # noqa: E731
     if kind == "m2":
@@ -81,7 +82,7 @@ def read_pairs(spec: dict, data_dir: Path):
         raise SystemExit(f"data source {spec.get('name', kind)}: respell and reverse together (respell the "
                          "back-translated pairs instead)")
     if spec.get("respell"):
-        pairs = pairs.remove_columns("source").add_column("source", respell_all(pairs["source"]))
+        pairs = pairs.remove_columns("source").add_column("source", respelled(pairs["source"], data_dir))
     if spec.get("reverse"):  # corrected -> learner's text: an error model for training/back_translate.py
         pairs = pairs.rename_columns({"source": "target", "target": "source"})
     return pairs

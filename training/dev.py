@@ -125,7 +125,9 @@ def dev_approx_f05(net, kind: ModelKind, tok, dev: dict, autocast, max_length: i
     if dev.get("approx") is None:
         dev["approx"] = ApproxF05(dev["sources"], dev["targets"])
     with torch.no_grad(), autocast():
-        hyps = correct_fn_for(net, kind, tok, max_length, respell=dev.get("respell", False))(dev["sources"])
+        # dev["sources"] went through the spelling step already (read_pairs, with dev's respell): not again,
+        # which a lent machine could not do (training.respelling)
+        hyps = correct_fn_for(net, kind, tok, max_length)(dev["sources"])
     return {f"dev_{k}": v for k, v in dev["approx"].score(hyps).items()}
 
 

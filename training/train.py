@@ -20,6 +20,7 @@ What the output directory holds::
     log.jsonl              one JSON object per log/eval event (step, loss, lr, tokens/s, data wait, dev ...)
     checkpoints/step-N/    accelerate state (model, optimizer, scheduler, RNG) + data position
     best/                  model + tokenizer of the best dev score (F0.5 > approximate F0.5 > loss)
+    ranked/step-N/         with train.keep_best > 1: the models of that many best dev scores
     last/                  model + tokenizer at the end of training (or at --stop-after)
     stable/                model + tokenizer where the decay starts (schedule warmup_stable_decay)
     ema/                   the weights' moving average at the end (train.ema_decay)
@@ -55,12 +56,12 @@ from editspec.data import corpora
 from editspec.tokenization.tokens import load_tokenizer
 from training.budget import Budget
 from training.checkpoints import TrainState, batch_hash, checkpoints, ema_of, export
-from training.config import REPO_ROOT, ConfigLoader, load_config
+from training.config import REPO_ROOT, ConfigLoader, load_config, resolve
 from training.data import Batches, build_dev, tokenizer_path
 from training.dev import dev_approx_f05, dev_f05, dev_loss
 from training.models import ModelKind, add_position_prior, component_losses, param_groups
 from training.step import T5Loss
-from training.step_bench import bench_step
+from training.step_bench import bench_step, random_batch
 
 EXPORT_REQUEST = "EXPORT"  # a file in the output directory: export interim/ at the next step
 
@@ -150,6 +151,7 @@ class Trainer:
         acc = self.accelerator
         self.world, self.rank, self.main_proc = acc.num_processes, acc.process_index, acc.is_main_process
         self.write_config(resume)
+        self.awaited = self.awaited_init(resume)
         self.build_model()
         data_root = corpora.data_dir(data_dir)
         with acc.main_process_first():  # the first process fills the datasets cache, the rest read it
@@ -166,6 +168,11 @@ class Trainer:
         self.batches = Batches(cfg, data_root, self.state.position, self.log)  # a loader process starts
         if self.tc["bench_steps"] and self.kind.name == "t5" and self.world == 1 and not self.state.step:
             self.bench()  # while the loader makes its first pool
+        if self.awaited is not None:
+            self.warm_compile()
+            self.load_awaited()
+        if not self.state.step:  # a fresh start: no ranked/ model of an earlier attempt competes
+            shutil.rmtree(self.out / "ranked", ignore_errors=True)
         self.end = min(self.max_steps, stop_after) if stop_after is not None else self.max_steps
         self.last: dict = {}
 
@@ -186,6 +193,58 @@ class Trainer:
             if changed:  # the data position means the same batches only under the same data recipe
                 self.log(f"warning: resuming with changed options {', '.join(changed)}")
         saved.write_text(yaml.safe_dump(self.cfg, sort_keys=False), encoding="utf-8")
+
+    def awaited_init(self, resume: bool) -> Path | None:
+        """With ``train.init_wait_minutes``, an ``init_from`` that is not there yet (a lease's fine-tune
+        started while the stage it continues still ends): with ``model.init_twin`` (a model of the same
+        shape, that stage's stable/) the run builds its model, data, loader and compiled step from the
+        twin now and takes init_from's weights when they appear (``load_awaited``); without, it waits
+        here. None when there is nothing to wait for."""
+        model, minutes = self.cfg["model"], self.tc["init_wait_minutes"]
+        init = resolve(model["init_from"]) if model.get("init_from") else None
+        if not minutes or init is None or (init / "config.json").is_file() or (resume and checkpoints(self.out)):
+            return None
+        twin = resolve(model["init_twin"]) if model.get("init_twin") else None
+        if twin is None or not (twin / "config.json").is_file():
+            self.wait_for(init)
+            return None
+        self.cfg["model"] = {**model, "init_from": str(twin)}
+        self.log(f"built from {twin} until {init} appears")
+        return init
+
+    def wait_for(self, init: Path) -> None:
+        deadline = time.time() + 60 * self.tc["init_wait_minutes"]
+        while not (init / "config.json").is_file():
+            if time.time() > deadline:
+                raise SystemExit(f"{init} did not appear within {self.tc['init_wait_minutes']} minutes")
+            time.sleep(1)
+
+    def warm_compile(self) -> None:
+        """The compiled step's first forward and backward, on a random batch of the recipe's shape,
+        while the run waits for its weights: compiled before the clock starts, and without timing it
+        against eager on a GPU another stage is using (the optimizer takes no step; the gradients go)."""
+        if self.forward is self.model:
+            return
+        t0 = time.perf_counter()
+        batch = random_batch(self.cfg["data"]["batch_tokens"], self.net.config.vocab_size, self.accelerator.device)
+        try:
+            with self.accelerator.autocast():
+                self.forward(**batch).backward()
+            self.log(f"compiled while waiting: {time.perf_counter() - t0:.1f} s")
+        except Exception as e:  # noqa: BLE001  as at a first step: a compiler that fails leaves the run eager
+            self.log(f"torch.compile failed while waiting ({type(e).__name__}: {str(e).splitlines()[0][:200]}); eager")
+            self.forward = self.model
+        self.optimizer.zero_grad(set_to_none=True)
+
+    def load_awaited(self) -> None:
+        """init_from's weights into the model built from its twin, in place: the optimizer (no step
+        taken yet) and the compiled step keep their tensors."""
+        t0 = time.perf_counter()
+        self.wait_for(self.awaited)
+        self.cfg["model"] = {**self.cfg["model"], "init_from": str(self.awaited)}
+        self.net.load_state_dict(self.kind.build(self.cfg["model"], self.tok).state_dict())
+        self.ema = ema_of(self.net, self.tc["ema_decay"])
+        self.log(f"waited {time.perf_counter() - t0:.1f} s for {self.awaited}: its weights loaded")
 
     def build_model(self) -> None:
         cfg, tc = self.cfg, self.tc
@@ -352,6 +411,8 @@ class Trainer:
             if new_end is not None:  # never past the recipe's max_steps (a refit at its last step asks +1)
                 self.max_steps = min(self.max_steps, new_end)
                 self.end = min(self.end, self.max_steps)
+                if self.tc["eval_approx_times"]:  # evaluations spread over the fitted steps, whatever the rate
+                    self.tc["eval_approx_every"] = max(1, -(-self.max_steps // self.tc["eval_approx_times"]))
                 at_log = at_log or step == self.end  # a stop on time logs its last window
         return at_log
 
@@ -409,10 +470,11 @@ class Trainer:
             self.log_file.write(json.dumps(entry) + "\n")
             self.log_file.flush()
 
-    def save_model(self, dest: Path, net: torch.nn.Module | None = None) -> None:
+    def save_model(self, dest: Path, net: torch.nn.Module | None = None, **info) -> None:
         if self.main_proc:
             export(net or self.net, self.tok, dest, {"step": self.state.step, "best": self.state.best,
-                                                     "select_on": self.select_on, "examples": self.state.examples})
+                                                     "select_on": self.select_on, "examples": self.state.examples,
+                                                     **info})
 
     def evaluate(self, f05: bool, approx: bool) -> dict:
         result: dict = {"step": self.state.step}
@@ -434,10 +496,24 @@ class Trainer:
         if key not in result:
             return
         score = -result[key] if key == "dev_loss" else result[key]
+        if self.tc["keep_best"] > 1:
+            self.keep_ranked(score)
         if self.state.best is None or score > self.state.best:
             self.state.best, self.state.best_step = score, self.state.step
             self.save_model(self.out / "best")
             result["new_best"] = True
+
+    def keep_ranked(self, score: float) -> None:
+        """ranked/step-N/: the models of the ``keep_best`` best scores so far (the earlier step wins a tie)."""
+        ranked, keep = self.state.ranked, self.tc["keep_best"]
+        if len(ranked) >= keep and score <= ranked[-1][0]:
+            return
+        self.save_model(self.out / "ranked" / f"step-{self.state.step}", score=score)
+        ranked.append([score, self.state.step])
+        ranked.sort(key=lambda r: (-r[0], r[1]))
+        for _, step in ranked[keep:]:
+            shutil.rmtree(self.out / "ranked" / f"step-{step}", ignore_errors=True)
+        del ranked[keep:]
 
     def save_checkpoint(self) -> None:
         ckpt = self.out / "checkpoints" / f"step-{self.state.step}"

@@ -14,7 +14,7 @@ import sys
 from editspec import __version__, threads
 from editspec.cli import correct as correct_cli, data as data_cli, eval as eval_cli
 from editspec.cli import profile as profile_cli, serve as serve_cli
-from editspec.cli.model_options import add_correction_options, add_model_options
+from editspec.cli.model_options import add_correction_options, add_model_options, check_beam
 from editspec.errors import EditspecError
 
 
@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         return e.code if isinstance(e.code, int) else 2
     try:
         threads.apply(args.threads)  # --threads, else a default fit for this machine (editspec.threads)
+        check_beam(args)  # --beam, --nbest: before any model loads
         if args.command == "correct":
             run = correct_cli.run_correct
         elif args.command == "data":

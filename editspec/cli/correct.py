@@ -50,6 +50,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "character offsets, original, correction, ERRANT type, message), diff "
                         "([-old-]{+new+}), m2 (ERRANT M2 of each line against its correction, spaCy "
                         "tokens, as errant_parallel writes it) (default: text)")
+    p.add_argument("--nbest", type=int, default=None, metavar="K",
+                   help="with --format jsonl: each line's K best hypotheses of the T5's beam search with their "
+                        "scores (log P / length; a line of several sentences: the k-th of each, scores summed), "
+                        "as the model gives them, before spelling, guard and rescoring; K <= --beam; costs a "
+                        "second decode")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                    help="colour for --format diff (auto: on a terminal, unless NO_COLOR is set)")
     p.add_argument("--column", default=None, metavar="NAME",
@@ -105,6 +110,8 @@ def check_args(args) -> bool:
     if args.text is None and args.input is None:
         raise EditspecError("give an input file (- for stdin), --text TEXT or --sample")
     table = args.input is not None and is_table(args.input)
+    if args.nbest is not None and (table or args.format != "jsonl"):
+        raise EditspecError("--nbest is for --format jsonl (text input)")
     if table:
         if args.format is not None:
             raise EditspecError("--format is for text input; a table's output format follows -o's extension")
@@ -236,10 +243,10 @@ def _run_text(args, started: float) -> int:
                     first[0].text = first[0].text[1:]
                 for block in _chain(first, blocks):
                     if state is None:
-                        text, n = _formatted(corrector, block, fmt, color, progress)
+                        text, n = _formatted(corrector, block, fmt, color, progress, args.nbest)
                     else:
                         with state.split_between_processes(block) as mine:
-                            text, n = _formatted(corrector, mine, fmt, color, progress) if mine else ("", 0)
+                            text, n = _formatted(corrector, mine, fmt, color, progress, args.nbest) if mine else ("", 0)
                         text = "".join(gather_object([text]))
                         n = sum(gather_object([n]))
                     if bom and lines == 0 and fmt in ("text", "diff"):
@@ -281,8 +288,10 @@ def _processes(args):
     return state
 
 
-def _formatted(corrector, block: list[Line], fmt: str, color: bool, progress: Progress) -> tuple[str, int]:
-    """The output of ``block``'s lines in the chosen format, and how many lines changed."""
+def _formatted(corrector, block: list[Line], fmt: str, color: bool, progress: Progress,
+               nbest: int | None = None) -> tuple[str, int]:
+    """The output of ``block``'s lines in the chosen format, and how many lines changed; ``nbest``
+    (jsonl): each line's n-best hypotheses with their scores too (``editspec.nbest``)."""
     texts = [line.text for line in block]
     update = progress.block(len(block), sum(map(len, texts)))
     # jsonl: each edit with its ERRANT type and message (editspec.post.error_types)
@@ -294,9 +303,16 @@ def _formatted(corrector, block: list[Line], fmt: str, color: bool, progress: Pr
         gold = ErrantEvaluator.from_pairs(texts, [c.output for c in results]).gold
         return "".join(b + "\n\n" for b in gold), changed
     lines = []
-    for line, c in zip(block, results):
+    if nbest:
+        from editspec.nbest import line_hypotheses
+
+        hypotheses = line_hypotheses(corrector, texts, nbest)
+    for n, (line, c) in enumerate(zip(block, results)):
         if fmt == "jsonl":
-            lines.append(json_line(c.as_dict()))
+            record = c.as_dict()
+            if nbest:
+                record["nbest"] = [{"output": text, "score": score} for text, score in hypotheses[n]]
+            lines.append(json_line(record))
         elif fmt == "diff":
             lines.append(format_diff(c, color) + line.ending)
         else:

@@ -55,6 +55,9 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_correction_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--beam", type=int, default=None, metavar="N",
+                   help="the T5 decodes by beam search with N beams (t5 and speculative modes; the output "
+                        "is transformers' generate(num_beams=N)); slower than greedy (default: 1, greedy)")
     p.add_argument("--max-edit-words", type=int, default=None, metavar="N",
                    help="keep a sentence as written when the model rewrites more than N words in "
                         "one edit (a lost model repeats or skips phrases); 0: off (default: the "
@@ -81,7 +84,26 @@ def corrector_options(args: argparse.Namespace) -> dict:
     return dict(model=args.model, mode=args.mode, edit5=args.edit5, t5=args.t5, device=args.device,
                 batch_size=args.batch_size, dtype=args.dtype, quantize=args.quantize,
                 max_length=getattr(args, "max_length", None), max_edit_words=args.max_edit_words,
-                rounds=args.rounds, spelling=args.spelling, rescore=args.rescore, prefix=args.prefix)
+                rounds=args.rounds, spelling=args.spelling, rescore=args.rescore, prefix=args.prefix,
+                num_beams=getattr(args, "beam", None) or 1)
+
+
+def check_beam(args: argparse.Namespace) -> None:
+    """--beam (and correct's --nbest) checked before torch loads: one line of error."""
+    from editspec.errors import EditspecError
+
+    beam, nbest = getattr(args, "beam", None), getattr(args, "nbest", None)
+    if beam is not None and beam < 1:
+        raise EditspecError(f"--beam must be 1 or more, not {beam}")
+    if beam is not None and beam > 1 and getattr(args, "mode", None) == "edit5":
+        raise EditspecError("--beam is the T5's beam search: --mode edit5 has none (use --mode t5 or speculative)")
+    if nbest is not None:
+        if nbest < 1:
+            raise EditspecError(f"--nbest must be 1 or more, not {nbest}")
+        if (beam or 1) < 2:
+            raise EditspecError("--nbest lists a beam search's hypotheses: give --beam 2 or more")
+        if nbest > beam:
+            raise EditspecError(f"--nbest {nbest} is more than the {beam} beams: give --beam {nbest} or more")
 
 
 def corrector_from_args(args: argparse.Namespace):

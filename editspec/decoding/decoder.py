@@ -137,7 +137,8 @@ class Decoder:
         slot_of = torch.tensor(rows, device=dev)[b_of]  # [T]
         pos = start[b_of] + j_of  # [T] each token's own position in its slot
         flat = b_of * W + j_of  # [T] where each token sits in the padded [B * W]
-        whole = rows == list(range(self.slots))  # every slot, in order: views, no gather
+        # consecutive slots in order (every slot, or a beam search's groups): views, no gather
+        at = slice(rows[0], rows[-1] + 1) if rows == list(range(rows[0], rows[-1] + 1)) else rows
 
         # self-attention bias [B, H, W, L]: relative position from each row's own positions
         qpos = start[:, None] + torch.arange(W, device=dev)  # [B, W]
@@ -147,7 +148,7 @@ class Decoder:
             max_distance=self.rel.relative_attention_max_distance)
         bias = self.rel.relative_attention_bias(buckets).permute(0, 3, 1, 2)  # [B, H, W, L]
         bias = bias.masked_fill((rel > 0)[:, None], self.min)  # causal: keys up to the query's own
-        xmask = self.xmask[:, :S] if whole else self.xmask[rows, :S]  # [B, S]
+        xmask = self.xmask[at, :S]  # [B, S]
         xbias = torch.zeros(B, 1, 1, S, dtype=bias.dtype, device=dev).masked_fill(~xmask[:, None, None], self.min)
 
         def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -170,13 +171,13 @@ class Decoder:
             att = sa.SelfAttention
             self.k[l][slot_of, :, pos] = att.k(h).view(-1, self.heads, self.d_kv).to(self.k[l].dtype)  # each at its own position
             self.v[l][slot_of, :, pos] = att.v(h).view(-1, self.heads, self.d_kv).to(self.v[l].dtype)
-            k = self.k[l][:, :, :L] if whole else self.k[l][rows, :, :L]  # [B, H, L, d_kv]
-            v = self.v[l][:, :, :L] if whole else self.v[l][rows, :, :L]
+            k = self.k[l][at, :, :L]  # [B, H, L, d_kv]
+            v = self.v[l][at, :, :L]
             x = x + att.o(attend(att.q(h), k, v, bias))
             h = ca.layer_norm(x)
             att = ca.EncDecAttention
-            xk = self.xk[l][:, :, :S] if whole else self.xk[l][rows, :, :S]  # [B, H, S, d_kv]
-            xv = self.xv[l][:, :, :S] if whole else self.xv[l][rows, :, :S]
+            xk = self.xk[l][at, :, :S]  # [B, H, S, d_kv]
+            xv = self.xv[l][at, :, :S]
             x = x + att.o(attend(att.q(h), xk, xv, xbias))
             x = ff(x)  # x + feed-forward(norm(x)), on real tokens only
         if wanted is not None:  # rows are independent: the others' logits are not needed

@@ -131,18 +131,39 @@ class Follow(Drafter):
         return refs[k][p: p + limit]
 
     def _rejoin(self, refs, out):
-        for k, ref in enumerate(refs):
-            for n in range(1, min(self.max_ngram, len(out)) + 1):
-                gram = out[-n:]
-                hits = [i + n for i in range(len(ref) - n + 1) if ref[i: i + n] == gram]
-                if len(hits) == 1:
-                    return k, hits[0], True
-                if not hits:
-                    break
-        return None
+        return rejoin(refs, out, self.max_ngram)
 
     def finish(self, index, output):
         self._state.pop(index, None)
+
+
+def rejoin(refs: Sequence[Sequence[int]], out: Sequence[int], max_ngram: int = 3) -> tuple[int, int, bool] | None:
+    """Where ``out`` re-joins a reference: (reference, position after the match, True) for the
+    first of its last 1..``max_ngram`` tokens that occur exactly once in a reference; else None."""
+    for k, ref in enumerate(refs):
+        for n in range(1, min(max_ngram, len(out)) + 1):
+            gram = list(out[-n:])
+            hits = [i + n for i in range(len(ref) - n + 1) if list(ref[i: i + n]) == gram]
+            if len(hits) == 1:
+                return k, hits[0], True
+            if not hits:
+                break
+    return None
+
+
+def follow_source(source: Sequence[int], output: Sequence[int], limit: int, eos: int) -> list[int]:
+    """A draft after ``output`` from the source (+ EOS) alone, with no state (beam search's beams
+    come and go): the source from the start, or after the output's unique re-joining n-gram
+    (``rejoin``), or, when its last token is not in the source, after the source token it
+    replaced; else the output's own n-grams (``Ngram``)."""
+    ref = list(source) + [eos]
+    if not output:
+        return ref[:limit]
+    at = rejoin((ref,), output)
+    if at is None and len(output) > 1 and output[-1] not in ref:
+        before = rejoin((ref,), output[:-1])
+        at = None if before is None else (0, before[1] + 1, True)
+    return ref[at[1]: at[1] + limit] if at is not None else Ngram().propose(0, list(output), limit)
 
 
 class Copy(Follow):

@@ -3,7 +3,8 @@
     EDIT5        rows in batches of ``batch_size``: EdiT5's edits, realized (``decoding.edit5``),
                  rendered from the alignment they carry
     T5           all rows through the decoding core's slots (``core.generate``), no draft; each
-                 row's output within ``budgets.output_budget`` of its own length
+                 row's output within ``budgets.output_budget`` of its own length; with ``beams``
+                 (``--beam N``, both T5 modes), the best hypothesis of ``beam.generate`` instead
     SPECULATIVE  as T5, drafted by the source when there is no EdiT5; by the cheaper, as measured,
                  of EdiT5 and the source when EdiT5 reads T5's ids (``drafters.speculative``);
                  else by EdiT5's output in its own vocabulary, re-tokenized into T5's
@@ -21,13 +22,24 @@ import torch
 
 from editspec import modes
 from editspec.modeling.tensors import model_inputs
-from editspec.decoding import core, drafters, edit5, rescoring
+from editspec.decoding import beam, core, drafters, edit5, rescoring
 from editspec.decoding.budgets import insertion_budget, output_budget
+from editspec.decoding.beam import BeamSettings
 from editspec.decoding.drafters import Drafter
+from editspec.errors import EditspecError
+from editspec.decoding.decoder import Decoders
 from editspec.decoding.window import WindowPolicy
 from editspec.tokenization.edits import Edits, realize_aligned
-from editspec.decoding.decoder import Decoders
 from editspec.tokenization.tokens import Encoded, encode, render, render_ids
+
+
+def beam_settings(num_beams: int, mode: str | None) -> BeamSettings:
+    """The corrector's beam search of ``num_beams`` beams (one line of error if it cannot be): the
+    T5 modes' (mode None: not known yet); transformers' defaults otherwise."""
+    settings = BeamSettings(num_beams)
+    if num_beams > 1 and mode is not None and not RUNNERS[mode].slotted:
+        raise EditspecError(f"beam search is the T5's: mode {mode} has none (use --mode t5 or speculative)")
+    return settings
 
 
 class Models(Protocol):
@@ -69,8 +81,9 @@ class Edit5Runner:
 
     def run(self, models: Models, encoded: Sequence[Encoded], slots: int, drafter: Drafter | None = None,
             done: Callable[[int], None] | None = None, window: int | WindowPolicy | None = None,
-            scores: bool = False) -> tuple[list[list[tuple[int, int | None]]], None]:
-        """(outputs, no stats), ``slots`` rows at a time (``drafter``, ``window``, ``scores`` unused)."""
+            scores: bool = False, beams: BeamSettings | None = None) -> tuple[list[list[tuple[int, int | None]]], None]:
+        """(outputs, no stats), ``slots`` rows at a time (``drafter``, ``window``, ``scores`` and
+        ``beams``, the T5's, unused)."""
         tok = models.edit5_tokenizer
         out = []
         for at in range(0, len(encoded), slots):
@@ -115,10 +128,15 @@ class T5Runner:
 
     def run(self, models: Models, encoded: Sequence[Encoded], slots: int, drafter: Drafter | None = None,
             done: Callable[[int], None] | None = None, window: int | WindowPolicy | None = None,
-            scores: bool = False) -> tuple[list[list[int]], core.SpecStats]:
+            scores: bool = False, beams: BeamSettings | None = None) -> tuple[list[list[int]], core.SpecStats]:
         """(outputs, the core's counts); ``done(k)`` once row k is decoded; ``window`` and
-        ``scores`` (each row's log P in the counts) as ``core.generate``'s."""
+        ``scores`` (each row's log P in the counts) as ``core.generate``'s. ``beams``: the best
+        hypothesis of a beam search instead (``beam.generate``, ``slots`` sentences of K rows)."""
         eos = models.t5_tokenizer.eos_token_id
+        if beams is not None:
+            hyps, stats = beam.generate(models.t5, [e.ids + [eos] for e in encoded], beams, slots,
+                                        self.budgets(encoded), done=done, decoders=models.decoders)
+            return [h[0].ids for h in hyps], stats
         return core.generate(models.t5, [e.ids + [eos] for e in encoded], slots, drafter,
                              max_new_tokens=self.budgets(encoded), window=window, done=done, scores=scores,
                              decoders=models.decoders)

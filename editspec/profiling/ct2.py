@@ -5,6 +5,7 @@ the same sentences, batches, warm-up and threads as the other modes::
 
     ct2-greedy   CTranslate2 greedy search, float32 compute (should equal our T5 greedy output)
     ct2-int8     ... int8 compute (weights quantized when the model loads; may differ)
+    ct2-beam4    CTranslate2 beam search, 4 beams, float32 (its own length penalty and stopping rule)
 
 ``converted(t5_dir)`` converts the T5 directory with ``ctranslate2.converters.TransformersConverter``
 into ``~/.cache/editspec/ct2/<sha256 of config.json and the weights, and the ctranslate2 version>``
@@ -35,7 +36,8 @@ from typing import Sequence
 from editspec.cache import cache_dir
 from editspec.errors import EditspecError
 
-COMPUTE = {"ct2-greedy": "float32", "ct2-int8": "int8"}  # mode -> CTranslate2 compute_type
+COMPUTE = {"ct2-greedy": "float32", "ct2-int8": "int8", "ct2-beam4": "float32"}  # mode -> CTranslate2 compute_type
+BEAMS = {"ct2-beam4": 4}  # mode -> beam_size (others: 1, greedy)
 WEIGHT_FILES = ("config.json", "model.safetensors", "pytorch_model.bin")
 
 
@@ -133,9 +135,10 @@ class CT2Peer:
         return self.translators[compute_type]
 
     def translate(self, mode: str, rows: Sequence[Sequence[int]], max_new: int) -> list[list[int]]:
-        """Greedy output ids per row (``rows``: input ids with EOS; output: no start token, no EOS)."""
+        """Greedy (or the mode's beam search's best) output ids per row (``rows``: input ids with EOS;
+        output: no start token, no EOS)."""
         source = [[self.tokens[i] for i in row] for row in rows]
         results = self.translator(COMPUTE[mode]).translate_batch(
-            source, beam_size=1, max_decoding_length=max_new, min_decoding_length=0,
+            source, beam_size=BEAMS.get(mode, 1), max_decoding_length=max_new, min_decoding_length=0,
             max_input_length=0, return_scores=False)
         return [[self.ids[t] for t in r.hypotheses[0]] for r in results]

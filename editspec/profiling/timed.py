@@ -4,6 +4,7 @@
                mode objects (``editspec.decoding.runners``: drafter, slots and budgets as
                ``Corrector``'s); ``speculative-*`` the same T5 run with another drafter
     EdiT5      EdiT5 alone: the corrector's edit5 mode object, the insertion decoder's steps marked
+    Beams      our beam search (beam4, beam4-drafted: ``decoding.beam``), the best hypothesis
     Peer       transformers' ``generate`` (hf-*)
     CT2        CTranslate2's ``translate_batch`` (ct2-*): one call, timed whole
 
@@ -20,7 +21,7 @@ from typing import Callable, Protocol
 
 import torch
 
-from editspec.decoding import core, drafters
+from editspec.decoding import beam, core, drafters
 from editspec.decoding import runners
 from editspec.decoding.runners import Edit5Runner, T5Runner
 from editspec.bundle import Bundle
@@ -182,8 +183,30 @@ class EdiT5(Timed):
         return [a == b for a, b in zip(mine, theirs)]
 
 
+class Beams(Timed):
+    """Our beam search of ``k`` beams on the decoding core (``drafted``: the source drafts each
+    beam), each row within its own budget; its outputs, the best hypotheses, are not greedy's."""
+
+    counts_passes = False  # K rows a sentence, and a pass is no step of one output
+
+    def __init__(self, mode: Mode, k: int, drafted: bool = False):
+        super().__init__(mode)
+        self.settings, self.drafted = beam.BeamSettings(k), drafted
+
+    def instrument(self, p, rec, batch):
+        rec.time_module(p.bundle.t5.encoder, "encoder")
+        rec.time_passes(p.bundle.decoders, "step")  # one span per pass
+
+    def decode(self, p, batch, reference, rec):
+        eos = p.bundle.t5_tokenizer.eos_token_id
+        hyps, stats = beam.generate(p.bundle.t5, [e.ids + [eos] for e in batch.encoded], self.settings,
+                                    len(batch.index), batch.budgets, drafter=self.drafted or None,
+                                    decoders=p.bundle.decoders)
+        return Decoded([h[0].ids for h in hyps], stats)
+
+
 class Peer(Timed):
-    """transformers' ``generate``, greedy, with ``extra(p)``'s arguments."""
+    """transformers' ``generate``, greedy unless ``extra(p)``'s arguments say (num_beams)."""
 
     def __init__(self, mode: Mode, extra: Callable[[Profiled], dict] = lambda p: {}, batch_one: bool = False,
                  assisted: bool = False):
@@ -203,8 +226,8 @@ class Peer(Timed):
     def decode(self, p, batch, reference, rec):
         budgets = batch.budgets
         with torch.inference_mode():
-            out = p.hf_t5.generate(input_ids=batch.ids, attention_mask=batch.mask, do_sample=False, num_beams=1,
-                                   max_new_tokens=max(budgets), **self.extra(p))
+            out = p.hf_t5.generate(input_ids=batch.ids, attention_mask=batch.mask, do_sample=False,
+                                   max_new_tokens=max(budgets), **{"num_beams": 1, **self.extra(p)})
         eos = p.hf_t5.config.eos_token_id
         rows = [row[1:] for row in out.tolist()]  # no start token; cut at EOS (then padding)
         return Decoded([(row[: row.index(eos)] if eos in row else row)[:b] for row, b in zip(rows, budgets)])
@@ -232,9 +255,13 @@ TIMED: dict[str, Timed] = {t.mode.name: t for t in (
          draft=lambda p, batch, reference: drafters.Mix(drafters.EdiT5(p.bundle.edit5, p.bundle.markers), drafters.Ngram())),
     Core(runners.T5, modes.SPECULATIVE_COPY, draft=lambda p, batch, reference: drafters.copy_draft()),
     Core(runners.T5, modes.SPECULATIVE_PERFECT, draft=lambda p, batch, reference: drafters.Follow(reference)),
+    Beams(modes.BEAM4, 4),
+    Beams(modes.BEAM4_DRAFTED, 4, drafted=True),
     Peer(modes.HF_GREEDY),
     Peer(modes.HF_ASSISTED, lambda p: {"assistant_model": p.small}, batch_one=True, assisted=True),
     Peer(modes.HF_PROMPT_LOOKUP, lambda p: {"prompt_lookup_num_tokens": p.prompt_lookup_tokens}, batch_one=True),
+    Peer(modes.HF_BEAM4, lambda p: {"num_beams": 4}),
     CT2(modes.CT2_GREEDY),
     CT2(modes.CT2_INT8),
+    CT2(modes.CT2_BEAM4),
 )}

@@ -551,6 +551,77 @@ def test_respell_passes_sources_through_the_spelling_step(tmp_path):
     assert respelled["source"] == ["I receive your letter.", "Fine."] and respelled["target"] == plain["target"]
 
 
+def test_respelled_sources_come_from_the_carried_table_where_it_holds_them(tmp_path, monkeypatch):
+    """A lent machine has no dictionaries: ``prepare`` respells here and carries a table keyed by the
+    sources' hash; read_pairs takes it without the spelling step, and a list the table does not hold
+    (one line differs) goes through the spelling step, never through another list's entry."""
+    from training import respelling
+
+    (tmp_path / "pairs.tsv").write_text("I recieve your leter.\tI receive your letter.\nFine.\tFine.\n",
+                                        encoding="utf-8")
+    spec = {"type": "parallel", "path": "pairs.tsv", "respell": True}
+    key, entry = respelling.entry(["I recieve your leter.", "Fine."])
+    assert entry == {"sentences": 2, "changed": {"0": "I receive your letter."}}
+    respelling.save({key: entry}, tmp_path / respelling.TABLE)
+    calls = []
+    monkeypatch.setattr(respelling, "respell_all", lambda texts: calls.append(texts) or [t.upper() for t in texts])
+    assert data.read_pairs(spec, tmp_path)["source"] == ["I receive your letter.", "Fine."] and not calls
+    (tmp_path / "pairs.tsv").write_text("I recieve your leter.\tI receive your letter.\nFine!\tFine!\n",
+                                        encoding="utf-8")
+    assert data.read_pairs(spec, tmp_path)["source"] == ["I RECIEVE YOUR LETER.", "FINE!"] and len(calls) == 1
+
+
+def test_a_run_built_from_a_twin_takes_the_awaited_weights_when_they_appear(tmp_path, data_dir, tokenizer_dir):
+    """train.init_wait_minutes with model.init_twin (a lease's fine-tune, started while the stage it
+    continues ends): the run sets itself up from the twin, waits for init_from, and trains from
+    init_from's weights, not the twin's (lr 0: the weights it exports are exactly init_from's)."""
+    import threading
+
+    tok = load_tokenizer(tokenizer_dir)
+    cfg = config.load_config(TINY, [f"model.tokenizer={tokenizer_dir}"])
+    make = lambda seed: (torch.manual_seed(seed), models.ModelKind("t5").build(cfg["model"], tok))[1]  # noqa: E731
+    twin, awaited = make(1), make(2)
+    twin.save_pretrained(tmp_path / "twin")
+    tok.save_pretrained(tmp_path / "twin")
+    late = threading.Timer(3.0, lambda: (awaited.save_pretrained(tmp_path / "late.tmp"),
+                                         tok.save_pretrained(tmp_path / "late.tmp"),
+                                         (tmp_path / "late.tmp").rename(tmp_path / "late")))
+    late.start()
+    run(tmp_path / "run", data_dir, tokenizer_dir, "--max-steps", "2", "--init-from", str(tmp_path / "late"),
+        "--set", f"model.init_twin={tmp_path / 'twin'}", "--set", "train.init_wait_minutes=1",
+        "--set", "train.lr=0", "--set", "train.weight_decay=0", "--set", "train.eval_every=0")
+    late.join()
+    got = load_file(tmp_path / "run" / "last" / "model.safetensors")
+    want, other = awaited.state_dict(), twin.state_dict()
+    assert all(torch.equal(got[k], want[k]) for k in got) and not all(torch.equal(got[k], other[k]) for k in got)
+    assert yaml_init(tmp_path / "run") == str(tmp_path / "late")  # the recipe records what it trained from
+
+
+def yaml_init(out: Path) -> str:
+    import yaml
+
+    return yaml.safe_load((out / "config.yaml").read_text())["model"]["init_from"]
+
+
+def test_keep_best_keeps_the_models_of_the_best_scores(tmp_path):
+    """train.keep_best: ranked/step-N/ holds the models of the best scores so far, with their score."""
+    saved = []
+    run = mock.Mock(out=tmp_path, tc={"keep_best": 2}, state=mock.Mock(ranked=[], step=0))
+
+    def save_model(dest, **info):
+        dest.mkdir(parents=True)
+        (dest / "training.json").write_text(json.dumps({"step": run.state.step, **info}))
+        saved.append(run.state.step)
+
+    run.save_model = save_model
+    for step, score in [(10, 5.0), (20, 7.0), (30, 6.0), (40, 4.0), (50, 7.0), (60, 8.0)]:
+        run.state.step = step
+        T.Trainer.keep_ranked(run, score)
+    assert run.state.ranked == [[8.0, 60], [7.0, 20]] and saved == [10, 20, 30, 50, 60]  # a tie keeps the earlier
+    assert sorted(p.name for p in (tmp_path / "ranked").iterdir()) == ["step-20", "step-60"]
+    assert json.loads((tmp_path / "ranked" / "step-20" / "training.json").read_text())["score"] == 7.0
+
+
 def test_reverse_turns_the_pairs_around_for_an_error_model(tmp_path):
     """``reverse: true``: the corrected sentence is the source and the learner's the target (an
     error model for training/back_translate.py); respelling it as well is refused."""

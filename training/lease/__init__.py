@@ -16,13 +16,16 @@ files of 16 MiB. ``python -m training.lease`` fits a whole training into that, i
                         (--check-minutes), shards (xz) + manifest -> $OUT
     here     join       check the sha256s, rebuild the bundle, pack the new continuation checkpoint,
                         unpark, load it with Corrector, add the lease's row to reports/lease-log.md
-    here     finetune   the lease's T5 fine-tuned on W&I + FCE train on CPU, detached and resumable,
-                        chosen by ERRANT; --report: against the shipped T5, paired bootstrap
+    here     pick       each candidate the device ranked (t5/, t5-2/) through the shipped pipeline on
+                        all of W&I dev (ERRANT); the best against the shipped T5 (paired bootstrap);
+                        --ship ships it when it wins beyond noise
 
-The plan (configs/lease-gpu.yaml): a warmup-stable-decay schedule across leases. Its one stage
+The plan (configs/lease-gpu.yaml): a warmup-stable-decay schedule across leases. Its first stage
 continues the series from training/continuation/t5.tar.xz (``continuation``) and trains through
-both calls; its decayed end, fine-tuned here (``finetune``), is the candidate, shipped only if it
-beats the shipped T5 (paired bootstrap). Modules: plan (the plan file), prepare, park (the bundle
-out of what travels), continuation, run (start, the detached recipe, wait), collect, checks,
-shards (split and join), imports (the lent machine's packages, checked in CPU runs), join, finetune.
+both calls; its decayed end is fine-tuned on the gold pairs on the device (the second stage,
+started early: it sets itself up while the first decays), whose best checkpoints are the
+candidates, shipped only if one beats the shipped T5 (paired bootstrap). Modules: plan (the plan
+file), prepare, park (the bundle out of what travels), continuation, run (start, the detached
+recipe, wait), collect, checks, shards (the pieces that come back), imports (the lent machine's
+packages, checked in CPU runs), join, pick, finetune (the CPU route for a T5 without the stage).
 """

@@ -5,7 +5,7 @@
     python3 -m training.lease wait --minutes 7              # device (the plan's wait_minutes)
     python3 -m training.lease collect --out "$OUT"          # device; prepare prints these as one call
     python -m training.lease join FILES_AT runs/lease-bundle    # here
-    python -m training.lease finetune runs/lease-bundle/t5      # here: the gold fine-tune, detached
+    python -m training.lease pick runs/lease-bundle             # here: ERRANT picks a candidate; --ship
 
 Each command imports its module when it runs: ``start`` runs before the carried wheels are
 installed, and ``collect`` imports the training code only after they are on the path.
@@ -82,6 +82,12 @@ def parser() -> argparse.ArgumentParser:
     j.add_argument("dest", help="the bundle directory to write")
     j.add_argument("--continuation", default=str(CONTINUATION), help="where the new continuation checkpoint goes")
     j.add_argument("--log", default=str(LEASE_LOG), help="the lease log the lease's row is added to")
+    k = sub.add_parser("pick", help="here: the lease's candidates through the shipped pipeline on W&I dev; the "
+                                    "best against the shipped T5 (paired bootstrap)")
+    k.add_argument("bundle", help="the joined bundle (runs/lease-bundle): t5/, t5-2/, ...")
+    k.add_argument("--data-dir", help="corpus folder (default $EDITSPEC_DATA or ../shared/data)")
+    k.add_argument("--log", default=str(LEASE_LOG), help="the lease log whose last row gets the figures")
+    k.add_argument("--ship", action="store_true", help="ship the picked T5 when it wins beyond noise")
     f = sub.add_parser("finetune", help="here: a lease's T5 fine-tuned on W&I + FCE in the background; --report compares")
     f.add_argument("model", help="the lease's T5 (runs/lease-bundle/t5), or with --report the fine-tune's folder")
     f.add_argument("--out", default="runs/lease-ft", help="the fine-tune's folder (default runs/lease-ft)")
@@ -136,6 +142,9 @@ def run(args: argparse.Namespace) -> int:
     elif args.command == "join":
         from training.lease.join import main as join_main
         join_main(Path(args.src), Path(args.dest), Path(args.continuation), Path(args.log))
+    elif args.command == "pick":
+        from training.lease.pick import main as pick_main
+        pick_main(Path(args.bundle), Path(args.data_dir) if args.data_dir else None, Path(args.log), args.ship)
     elif args.command == "finetune":
         from training.lease import finetune
         if args.report:

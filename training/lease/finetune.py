@@ -1,7 +1,8 @@
 """``finetune`` (here, on CPU): a lease's T5 fine-tuned on W&I + FCE train, chosen by ERRANT, compared.
 
-The lease's minutes go to synthetic pre-training; the gold fine-tune that gives a T5 its recall
-runs here for hours, in the background, resumable::
+Since issue 65 the lease fine-tunes on the device (configs/lease-gpu.yaml's t5-ft; ``pick`` judges
+its candidates here). This is the CPU route for a T5 that came back without that stage (an interim
+collect, or a stage that failed): hours in the background, resumable::
 
     python -m training.lease finetune runs/lease-bundle/t5            # starts (or resumes) detached
       -> runs/lease-ft/: training.train with configs/lease-t5-cpu-finetune.yaml (W&I + FCE train,
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from datetime import date
@@ -28,12 +28,12 @@ from pathlib import Path
 from editspec.data.corpora import data_dir as default_data_dir
 from editspec.errors import EditspecError
 from editspec.modeling.loading import DEFAULT_MODEL
+from training.lease.pick import WI_DEV, candidate_bundle, evaluate
 from training.lease.plan import REPO_ROOT
 from training.lease.run import alive, read_json, write_json
 
 CONFIG = "configs/lease-t5-cpu-finetune.yaml"
 RECORD = REPO_ROOT / "reports" / "lease-finetune.md"
-WI_DEV = "wi_locness/ABCN.dev.gold.bea19.m2"
 HEADER = ("| date | from | steps | pairs | best step (ERRANT F0.5 on 500 dev) | W&I dev F0.5 (P / R) | shipped T5 "
           "| candidate - shipped [95%] | p |\n|---|---|---:|---:|---|---|---|---|---:|\n")
 
@@ -65,20 +65,6 @@ def start(init_from: Path, out: Path, sets: list[str], foreground: bool = False)
     return 0
 
 
-def evaluate(bundle: Path, hyp: Path, gold: Path) -> dict:
-    """`editspec eval --mode t5` of a bundle on W&I dev: its scores; the outputs into ``hyp``."""
-    done = hyp.with_suffix(".json")
-    if done.is_file() and hyp.is_file():  # a bundle's outputs do not change: the shipped T5's are kept
-        return json.loads(done.read_text())
-    hyp.parent.mkdir(parents=True, exist_ok=True)
-    got = subprocess.run([sys.executable, "-m", "editspec", "eval", "--model", str(bundle), "--mode", "t5",
-                          "--m2", str(gold), "--json", "--no-progress", "--save-hyp", str(hyp)],
-                         cwd=REPO_ROOT, check=True, capture_output=True, text=True)
-    result = json.loads(got.stdout)
-    done.write_text(json.dumps(result) + "\n")
-    return result
-
-
 def report(out: Path, data: Path | None = None) -> dict:
     """Candidate (best/) against the shipped T5 on W&I dev, paired bootstrap; a row in RECORD."""
     from editspec.evaluation.errant import ErrantEvaluator
@@ -88,11 +74,7 @@ def report(out: Path, data: Path | None = None) -> dict:
     best = out / "best"
     if not (best / "config.json").is_file():
         raise EditspecError(f"{out} has no best/ yet: the fine-tune has not evaluated a checkpoint")
-    bundle = out / "bundle"
-    shutil.rmtree(bundle, ignore_errors=True)
-    shutil.copytree(DEFAULT_MODEL, bundle, ignore=shutil.ignore_patterns("edit5"))
-    shutil.rmtree(bundle / "t5")
-    subprocess.run([sys.executable, "-m", "training.ship", str(best), str(bundle / "t5")], cwd=REPO_ROOT, check=True)
+    bundle = candidate_bundle(best, out / "bundle")
     gold = default_data_dir(data) / WI_DEV
     shipped_hyp, candidate_hyp = REPO_ROOT / "runs" / "eval-shipped" / "wi_dev.t5.txt", out / "eval" / "wi_dev.t5.txt"
     evaluate(DEFAULT_MODEL, shipped_hyp, gold)

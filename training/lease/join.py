@@ -30,7 +30,9 @@ HEADER = ("| date | plan | device | pairs/s | tokens/s | TFLOP/s | data wait | t
 def new_continuation(manifest: dict, bundle: Path, pack: Path) -> dict | None:
     """Pack the lease's stable-phase T5 as the next continuation; its record (None if none came)."""
     stage = manifest.get("continuation")
-    folder = bundle / ("t5" if manifest.get("interim") else "continuation")  # an interim T5 is both
+    folder = bundle / "continuation"
+    if not folder.is_dir() and manifest.get("interim"):  # an interim T5 from the stable phase is both
+        folder = bundle / "t5"
     if not stage or not folder.is_dir():
         return None
     prepared = manifest.get("prepared") or {}
@@ -72,7 +74,8 @@ def main(src: Path, dest: Path, pack: Path = continuation.PACK, log: Path | None
             print("what prepare parked is tracked again")
     corrector = Corrector.from_pretrained(dest, device="cpu")
     size = sum(p.stat().st_size for p in dest.rglob("*") if p.is_file())
-    print(f"{dest}: {len(manifest['files'])} files checked, bundle {size / 1e6:.1f} MB, loads "
+    print(f"{dest}: {len(manifest['pieces'])} pieces, {len(manifest['bundle'])} files checked, "
+          f"bundle {size / 1e6:.1f} MB, loads "
           f"(mode {corrector.mode})")
     if record:
         print(f"continuation: {pack} ({record['bytes'] / 1e6:.1f} MB, lease {record['leases']} of the series, "

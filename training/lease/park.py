@@ -5,7 +5,7 @@ A device call carries the working tree: tracked files, and untracked ones git do
 tracked, so they left room for only ~30k Wikipedia sentences; its tokenizer and corrector config
 (1.4 MiB) travel, since the stages' configs and ``collect`` read them. A plan that ships the
 bundle as it is (EdiT5 heads on the shipped T5) needs the bundle there but not the continuation
-checkpoint. Parked, a path is out of
+checkpoint. ``reports/`` never travels: the device reads none of it. Parked, a path is out of
 the index and ignored (``.git/info/exclude``): its files stay on disk, untouched, and do not
 travel. ``unpark`` (also run by ``join``) puts the index back as HEAD has it. While anything is
 parked, a pre-commit hook refuses commits, which would otherwise record the removal.
@@ -22,6 +22,7 @@ from training.lease.plan import REPO_ROOT
 
 BUNDLE = "editspec/models/default"
 BUNDLE_MODELS = (f"{BUNDLE}/t5", f"{BUNDLE}/edit5")
+REPORTS = "reports"  # decision records and profiles (2 MiB, ~46k Wikipedia sentences): nothing on the device reads them
 CONTINUATION = "training/continuation"
 COMMENT = "# parked by training.lease (unpark: python -m training.lease unpark)\n"
 HOOK = """#!/bin/sh

@@ -7,12 +7,18 @@
       - {name: t5-ft, config: configs/lease-t5-finetune.yaml, init_from: t5-wsd, minutes: 0.9,
          set: [train.lr=3e-4, ...]}                   init_from: that stage's best/; set: its --set overrides
       - {name: t5-x, init_from: t5-wsd/last}          NAME/DIR: that stage's DIR/, not its best/
+      - {name: t5-ft, init_from: t5-wsd/last,         early: started as soon as that folder is there (a
+         early: t5-wsd/stable}                        model of init_from's shape) while t5-wsd still runs
     continuation: t5-wsd/stable                       STAGE/DIR: the model that becomes the next continuation
     bundle: {t5: [t5-ft, t5-wsd], edit5: [edit5]}    the first stage with a best/ ships; an entry may
                                                       also be a model directory the package ships
                                                       (editspec/models/default/t5): EdiT5 heads
                                                       trained on the shipped T5's encoder ship beside it
       - {name: distill, module: training.lease.distill, args: [...]}   another step: python -m MODULE ARGS
+    candidates: 2                                     the t5 stage's ranked/ models that come back too
+                                                      (train.keep_best): t5/ (its best), t5-2/, ...
+    respelled: true                                   prepare carries the M2 sources after the spelling
+                                                      step (training.respelling: the machine has no dictionaries)
     park: false                                       the shipped bundle travels (default: parked)
     wiki: false                                       no Wikipedia slice (default: >= 700k sentences)
     interim_call: true, wait_minutes: 8,              two calls that the run trains through: start, a wait and
@@ -53,6 +59,9 @@ def load_plan(path: Path) -> dict:
         earlier = names[:names.index(s["name"])]
         if s.get("init_from") not in (None, *earlier, *[f"{n}/last" for n in earlier]):
             raise EditspecError(f"lease plan {path}: stage {s['name']} starts from {s['init_from']}, not an earlier stage")
+        if s.get("early") and s["early"].partition("/")[0] not in earlier:
+            raise EditspecError(f"lease plan {path}: stage {s['name']} starts early on {s['early']}, not an earlier "
+                                f"stage's folder (t5-wsd/stable)")
     stage, _, folder = (plan.get("continuation") or "").partition("/")
     if plan.get("continuation") and (stage not in names or not folder):
         raise EditspecError(f"lease plan {path}: continuation is not STAGE/DIR of a stage (t5-wsd/stable)")

@@ -13,6 +13,9 @@ in all, and reaches nothing else: not ../shared/data, not a package index. So th
     .lease/data/synthetic/patterns.json.xz                 the learners' edit patterns the synthetic
                                                            errors replay, built from the W&I and FCE
                                                            train files (training.synthetic.patterns)
+    .lease/data/respelled.json.xz                          the M2 files' sources after the spelling step
+                                                           (training.respelling: the machine has no
+                                                           dictionaries; the fine-tune and its dev read them)
     .lease/lexicon.json.xz     the synthetic errors' word lists (spaCy's lemmatizer tables and
                                ERRANT's words: neither package is in the machine's image)
     .lease/wheels.tar.xz       wheels of the packages the training imports that the image lacks
@@ -39,17 +42,19 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import zipfile
 from pathlib import Path
 from typing import Iterator
 
 
-from editspec.data.corpora import data_dir as default_data_dir
+from editspec.data.corpora import data_dir as default_data_dir, read_m2
 from editspec.data.m2 import read_blocks
 from editspec.errors import EditspecError
 from training.lease import continuation
-from training.lease.park import BUNDLE_MODELS, CONTINUATION, park, unpark
+from training.lease.park import BUNDLE_MODELS, CONTINUATION, REPORTS, park, unpark
 from training.lease.plan import REPO_ROOT, WHEELS, load_plan
+from training import respelling
 from training.synthetic.lexicon import save_tables
 from training.synthetic.pairs import WIKI_DIR, read_lines, shard_files
 from training.synthetic.patterns import TRAIN_M2, build as build_patterns
@@ -99,6 +104,21 @@ def wiki_lines(wiki: Path, start: int) -> Iterator[str]:
     if skipped < start:  # past the end: around again
         return wiki_lines(wiki, start % skipped) if skipped else iter(())
     return itertools.chain(itertools.islice(all_lines(), start, None), itertools.islice(all_lines(), start))
+
+
+def respelled_table(m2_files: list[Path], dest: Path) -> int:
+    """The M2 files' sources (as the training reads them: annotator 0, detokenized) after the
+    spelling step, into ``dest`` (``training.respelling``); how many sentences it changed."""
+    entries = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for src in m2_files:
+            plain = Path(tmp) / src.name.removesuffix(".xz")
+            with lzma.open(src, "rb") as f, open(plain, "wb") as out:
+                shutil.copyfileobj(f, out)
+            key, entry = respelling.entry(list(read_m2(plain)["source"]))
+            entries[key] = entry
+    respelling.save(entries, dest)
+    return sum(len(e["changed"]) for e in entries.values())
 
 
 def write_sentences(wiki: Path, dest: Path, room: int, limit: int | None, start: int = 0) -> int:
@@ -186,6 +206,9 @@ def prepare(folder: Path, plan_path: Path, data: Path | None = None, wheels: lis
         if not src.is_file():
             raise EditspecError(f"{src} does not exist (the plan's m2 files are read from {data})")
         counts[rel] = write_m2(src, tmp / "data" / (rel + ".xz"), m2_sentences)
+    respelled = None  # the fine-tune's sources and dev, as the shipped pipeline feeds the T5
+    if plan.get("respelled"):
+        respelled = respelled_table(sorted((tmp / "data").rglob("*.m2.xz")), tmp / "data" / respelling.TABLE)
     save_tables(tmp / "lexicon.json.xz")
     if plan.get("wiki", True):  # a synthetic stage: the patterns it replays, from the train files only
         build_patterns([data / rel for rel in TRAIN_M2]).save(tmp / "data" / PATTERN_TABLE)
@@ -193,7 +216,7 @@ def prepare(folder: Path, plan_path: Path, data: Path | None = None, wheels: lis
                          tmp / "wheels.tar.xz")
     # what does not travel: the shipped bundle's models, or for a plan that ships it as it is (park: false), the
     # continuation checkpoint, which only the series' plan reads
-    parking = list(BUNDLE_MODELS) if plan.get("park", True) else [CONTINUATION]
+    parking = [*BUNDLE_MODELS, REPORTS] if plan.get("park", True) else [CONTINUATION, REPORTS]
     if pack is None and CONTINUATION not in parking:
         parking.append(CONTINUATION)  # a new series, or a plan that does not continue one: it stays here
     if not plan.get("wiki", True):
@@ -219,7 +242,7 @@ def prepare(folder: Path, plan_path: Path, data: Path | None = None, wheels: lis
               "wiki_start": start, "wiki_sentences": sentences, "wheels": names, "folder_bytes": folder_bytes(tmp),
               "tree_bytes": tree_bytes(), "limit_bytes": limit, "parked": parking if park_bundle else [],
               "continuation": None if pack is None else str(repo_path(pack)),
-              "resumed": resumed, "series": series}
+              "resumed": resumed, "series": series, "respelled_sentences": respelled}
     (tmp / "prepared.json").write_text(json.dumps(report, indent=1) + "\n")
     shutil.rmtree(folder, ignore_errors=True)
     tmp.rename(folder)
@@ -237,13 +260,14 @@ def device_calls(folder: Path, plan: dict) -> str:
     wait = f"{env} wait --minutes {plan['wait_minutes']}"
     if plan.get("interim_call"):
         final_wait = f"{env} wait --minutes {plan['final_wait_minutes']}"
-        calls = [("start, wait, collect the interim weights: unpack, train; the run goes on after the call",
+        calls = [("start, wait, collect the interim weights (and stable/ once the decay began): unpack, train; the run "
+                  "goes on after the call",
                   {"command": f"{start} && {{ {wait}; w=$?; {collect} --interim && exit $w; }}", "carry": [str(rel)],
                    "timeout_s": 600}),
-                 ("right after, on the still-warm machine: the run's end, collect (the decayed candidate and the "
-                  "continuation), the CUDA checks",
+                 ("right after, on the still-warm machine: the run's end, collect (the candidates and the "
+                  "continuation)" + (", the CUDA checks" if plan["check_minutes"] else ""),
                   {"command": f"{final_wait}; {collect} --check-minutes {plan['check_minutes']}", "carry": [str(rel)],
-                   "timeout_s": int(60 * (plan["final_wait_minutes"] + plan["check_minutes"]) + 120)})]
+                   "timeout_s": int(60 * (plan["final_wait_minutes"] + plan["check_minutes"]) + 90)})]
     elif plan.get("one_call"):
         calls = [("start, wait, collect in one call: unpack, train, ship, dev loss, shards + manifest into $OUT",
                   # collect even when the recipe failed (it ships what the stages saved), never when
@@ -271,7 +295,7 @@ def device_calls(folder: Path, plan: dict) -> str:
     lines += ["Then give the machine back (give_back), and here, with the files_at folder of the call that collected",
               "(the last one that did: an interim collect is the lease's result only if the next call failed):",
               "  python -m training.lease join FILES_AT runs/lease-bundle",
-              "  python -m training.lease finetune runs/lease-bundle/t5      # the gold fine-tune here, in the background"]
+              "  python -m training.lease pick runs/lease-bundle --ship      # ERRANT on W&I dev, paired bootstrap"]
     return "\n".join(lines)
 
 
@@ -286,6 +310,8 @@ def main(args) -> None:
           f"from line {report['wiki_start']}, M2 {report['m2_sentences']}, wheels {', '.join(report['wheels'])}); "
           f"the working tree {report['tree_bytes'] / 2**20:.2f} MiB; the call carries {total / 2**20:.2f} of "
           f"{report['limit_bytes'] / 2**20:.0f} MiB")
+    if report["respelled_sentences"] is not None:
+        print(f"respelled here (the spelling step): {report['respelled_sentences']:,} of the M2 files' sentences")
     if report["series"]:
         print(f"continues {report['continuation']} (lease {resumed.get('leases', 0) + 1} of the series, "
               f"{resumed.get('examples', 0):,} pairs seen)" if resumed else "a new series: from scratch")

@@ -162,26 +162,64 @@ def stage_command(run_dir: Path, stage: dict, sets: list[str], carried: list[str
     return command + [a for s in [*stage.get("set", []), *sets] for a in ("--set", s)]  # the call's sets win
 
 
+def launch(run_dir: Path, stage: dict, lease: dict) -> subprocess.Popen | None:
+    """The stage's process, or None when its command cannot be made (said in the log)."""
+    try:
+        command = stage_command(run_dir, stage, lease["sets"], lease["guard"])
+    except EditspecError as e:
+        print(f"[lease] stage {stage['name']}: {e}", flush=True)
+        return None
+    if not stage.get("early"):
+        return subprocess.Popen(command, cwd=REPO_ROOT)
+    # started before the stage it continues ends, built from the twin meanwhile: at a lower priority and
+    # with few compile workers, so that the running stage's data workers keep their cores
+    command += ["--set", f"model.init_twin={run_dir / stage['early']}"]
+    return subprocess.Popen(command, cwd=REPO_ROOT, env={**os.environ, "TORCHINDUCTOR_COMPILE_THREADS": "2"},
+                            preexec_fn=lambda: os.nice(10))
+
+
+def follow(proc: subprocess.Popen, run_dir: Path, lease: dict, after: dict | None,
+           early: dict[str, subprocess.Popen | None]) -> int:
+    """Wait for ``proc``; meanwhile start the ``after`` stage once its ``early`` twin appears, and
+    say at once when that early stage ends (a failure there is known before ``proc`` ends)."""
+    said = False
+    while (rc := proc.poll()) is None:
+        if after and after.get("early") and after["name"] not in early \
+                and (run_dir / after["early"] / "config.json").is_file():
+            print(f"[lease] stage {after['name']} starts early: {after['early']} is there", flush=True)
+            early[after["name"]] = launch(run_dir, after, lease)
+        other = early.get(after["name"]) if after else None
+        if other is not None and other.poll() not in (None, 0) and not said:
+            print(f"[lease] stage {after['name']} (started early) exited with {other.returncode}", flush=True)
+            said = True
+        time.sleep(1)
+    return rc
+
+
 def recipe(run_dir: Path) -> int:
+    """The plan's stages in order; a stage with ``early: STAGE/DIR`` starts while the one before it
+    still runs, as soon as that folder (a model of the shape it continues) is there."""
     lease = read_json(run_dir / "lease.json")
     plan = load_plan(Path(lease["plan"]))
-    done = [s["name"] for s in plan["stages"] if (run_dir / s["name"] / "DONE").is_file()]
+    stages = plan["stages"]
+    done = [s["name"] for s in stages if (run_dir / s["name"] / "DONE").is_file()]
     set_status(run_dir, state="running", pid=os.getpid(), done=done)
-    for stage in plan["stages"]:
+    early: dict[str, subprocess.Popen | None] = {}
+    for i, stage in enumerate(stages):
         if stage["name"] in done:
             continue
         t0 = time.time()
         set_status(run_dir, stage=stage["name"], stage_started=t0)
         print(f"[lease] stage {stage['name']}: {stage.get('config') or stage.get('module')}, {stage['minutes']} min",
               flush=True)
-        try:
-            rc = subprocess.run(stage_command(run_dir, stage, lease["sets"], lease["guard"]), cwd=REPO_ROOT).returncode
-        except EditspecError as e:
-            print(f"[lease] stage {stage['name']}: {e}", flush=True)
-            rc = 2
+        proc = early.pop(stage["name"]) if stage["name"] in early else launch(run_dir, stage, lease)
+        after = stages[i + 1] if i + 1 < len(stages) else None
+        rc = follow(proc, run_dir, lease, after, early) if proc is not None else 2
         if rc != 0:
             set_status(run_dir, state="failed", error=f"stage {stage['name']} exited with {rc}")
             print(f"[lease] stage {stage['name']} failed (exit {rc})", flush=True)
+            if early:  # a stage that continues the failed one has nothing to wait for: the recipe's whole
+                os.killpg(os.getpgrp(), signal.SIGTERM)  # group goes (its loader, compile workers), this too
             return rc
         (run_dir / stage["name"]).mkdir(parents=True, exist_ok=True)  # a module stage writes elsewhere
         (run_dir / stage["name"] / "DONE").touch()
@@ -237,7 +275,7 @@ def wait(run_dir: Path, minutes: float, every: float = 30.0) -> int:
         time.sleep(min(5.0, every))
 
 
-def stop(run_dir: Path, grace: float = 60.0) -> bool:
+def stop(run_dir: Path, grace: float = 20.0) -> bool:
     """End a running recipe and its stages (its whole session); whether one was running."""
     status = read_json(run_dir / "status.json")
     pid = status.get("pid")

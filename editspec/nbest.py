@@ -1,0 +1,52 @@
+"""Each line's K best corrections with their scores: the T5's beam search n-best (``decoding.beam``).
+
+    line       "He go home.  I likes it."
+    units      "He go home." | "I likes it."        (the corrector's segmenting and limits)
+    beams      each unit's K best hypotheses, scored log P / length ** length_penalty
+    lines      hypothesis k: each unit's k-th, rejoined with the line's own spacing; its score the
+               units' scores summed (a line of one sentence: exactly the beam search's n-best)
+
+The hypotheses are the model's, as it scores them: the corrector's spelling, guard and rescoring
+steps shape its one output (``Corrector.correct``), not these lists. A unit the model cannot read
+whole (over its limit) is every hypothesis as written, scored 0.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from editspec.decoding import beam
+from editspec.decoding.runners import T5
+from editspec.errors import EditspecError
+from editspec.pre import segment
+from editspec.tokenization.tokens import encode, render_ids
+
+
+def line_hypotheses(corrector, texts: Sequence[str], k: int) -> list[list[tuple[str, float]]]:
+    """Per line of ``texts``, its ``k`` best (text, score), best first, from a beam search of
+    ``max(k, corrector.num_beams)`` beams on the corrector's T5, ``batch_size`` sentences at a time."""
+    if corrector.bundle.t5 is None:
+        raise EditspecError("n-best lists are the T5's beam search: this corrector has no T5 (mode edit5)")
+    settings = beam.BeamSettings(max(k, corrector.num_beams), k)
+    memo: dict = {}
+    spans = segment.segment_lines(texts, corrector.limits, memo)
+    units = segment.unit_texts(texts, spans)
+    tok, eos = corrector.bundle.t5_tokenizer, corrector.bundle.t5_tokenizer.eos_token_id
+    encoded = encode(tok, [corrector.prefix + u for u in units], memo)
+    readable = [i for i, e in enumerate(encoded) if len(e.ids) <= corrector.max_ids[0][1]]
+    hyps = [[(u, 0.0)] * k for u in units]
+    with torch.inference_mode():
+        found, _ = beam.generate(corrector.bundle.t5, [encoded[i].ids + [eos] for i in readable], settings,
+                                 corrector.batch_size, T5.budgets([encoded[i] for i in readable]),
+                                 decoders=corrector.bundle.decoders)
+    for i, best in zip(readable, found):
+        hyps[i] = [(render_ids(tok, encoded[i], h.ids), h.score) for h in best]
+    texts_k = [segment.rejoin_lines(texts, spans, [h[j][0] for h in hyps]) for j in range(k)]
+    out, at = [], 0
+    for n, line_spans in enumerate(spans):
+        mine = hyps[at: at + len(line_spans)]
+        out.append([(texts_k[j][n], sum(h[j][1] for h in mine)) for j in range(k)])
+        at += len(line_spans)
+    return out

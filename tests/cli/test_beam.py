@@ -1,0 +1,82 @@
+"""--beam and --nbest as a user meets them: bad settings are one line and exit 2 before any model
+loads (correct, eval, serve); the Corrector's num_beams gives transformers' beam output; jsonl's
+n-best lists are transformers' num_return_sequences, with their scores."""
+
+import json
+
+import pytest
+import torch
+
+from editspec import cli
+from editspec.corrector import Corrector
+from editspec.errors import EditspecError
+from editspec.modeling.t5 import load_t5
+from editspec.decoding.budgets import output_budget
+from tests.helpers import tiny_bundle
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory, tokenizer):
+    return tiny_bundle(tmp_path_factory.mktemp("models"), tokenizer)
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["correct", "--text", "x", "--beam", "0"], "--beam must be 1 or more, not 0"),
+    (["correct", "--text", "x", "--beam", "2", "--nbest", "3", "--format", "jsonl"], "--nbest 3 is more than the 2 beams"),
+    (["correct", "--text", "x", "--beam", "3", "--nbest", "2"], "--nbest is for --format jsonl"),
+    (["correct", "--text", "x", "--nbest", "1", "--format", "jsonl"], "give --beam 2 or more"),
+    (["correct", "--text", "x", "--beam", "2", "--mode", "edit5"], "--mode edit5 has none"),
+    (["eval", "--m2", "gold.m2", "--beam", "-1"], "--beam must be 1 or more, not -1"),
+    (["serve", "--beam", "0"], "--beam must be 1 or more, not 0"),
+])
+def test_bad_beam_settings_fail_before_models_load(argv, said, capsys, monkeypatch):
+    monkeypatch.setattr(Corrector, "from_pretrained", lambda *a, **k: pytest.fail("a model loaded"))
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and said in err, err
+
+
+def hf_texts(t5_dir, lines, beams, n):
+    """transformers' n best of each line alone, within the corrector's budget for it."""
+    model, tok = load_t5(t5_dir, transformers=True)
+    texts, scores = [], []
+    for line in lines:
+        ids = tok([line], return_tensors="pt")
+        out = model.generate(**ids, num_beams=beams, num_return_sequences=n, do_sample=False,
+                             max_new_tokens=output_budget(ids.input_ids.shape[1]), output_scores=True,
+                             return_dict_in_generate=True)
+        texts.append(tok.batch_decode(out.sequences, skip_special_tokens=True))
+        scores.append(out.sequences_scores.tolist())
+    return texts, scores
+
+
+def test_corrector_beams_and_jsonl_nbest_are_transformers(overfitted_t5, tokenizer, tmp_path, capsysbinary):
+    """A trained T5, one sentence a line: the corrector's output with num_beams=3 is transformers'
+    best beam, and jsonl's n-best lists its 3 hypotheses with their scores."""
+    model, sources, _ = overfitted_t5
+    t5_dir = tmp_path / "t5"
+    model.save_pretrained(t5_dir)
+    tokenizer.save_pretrained(t5_dir)
+    # lines the vocabulary holds whole (the corrector keeps characters it cannot read as written)
+    lines = [s for s in sources if tokenizer.unk_token_id not in tokenizer(s).input_ids][:10]
+    (tmp_path / "in.txt").write_text("\n".join(lines) + "\n")
+    ref, ref_scores = hf_texts(t5_dir, lines, 3, 3)
+    assert any(len(set(r)) == 3 for r in ref)
+    corrector = Corrector.from_pretrained(t5=t5_dir, mode="t5", dtype="float32", num_beams=3)
+    assert corrector.correct(lines) == [r[0] for r in ref]
+    argv = ["correct", str(tmp_path / "in.txt"), "--t5", str(t5_dir), "--mode", "t5", "--dtype", "float32",
+            "--beam", "3", "--nbest", "3", "--format", "jsonl", "--no-progress"]
+    assert cli.main(argv) == 0
+    records = [json.loads(x) for x in capsysbinary.readouterr()[0].decode().splitlines()]
+    assert [r["output"] for r in records] == [r[0] for r in ref]
+    # the same hypotheses; spacing as the corrector renders it (from the source), not as tokenizer.decode
+    assert [[" ".join(h["output"].split()) for h in r["nbest"]] for r in records] == \
+        [[" ".join(t.split()) for t in r] for r in ref]
+    assert [r["nbest"][0]["output"] for r in records] == [r[0] for r in ref]
+    scores = [[h["score"] for h in r["nbest"]] for r in records]
+    assert torch.allclose(torch.tensor(scores), torch.tensor(ref_scores), rtol=1e-5)
+
+
+def test_edit5_has_no_beams(models):
+    with pytest.raises(EditspecError, match="mode edit5 has none"):
+        Corrector.from_pretrained(models / "bundle", mode="edit5", num_beams=2)
