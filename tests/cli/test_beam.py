@@ -80,3 +80,12 @@ def test_corrector_beams_and_jsonl_nbest_are_transformers(overfitted_t5, tokeniz
 def test_edit5_has_no_beams(models):
     with pytest.raises(EditspecError, match="mode edit5 has none"):
         Corrector.from_pretrained(models / "bundle", mode="edit5", num_beams=2)
+
+
+@pytest.mark.parametrize("argv", [["correct", "--text", "x"], ["eval", "--m2", "gold.m2"], ["serve"]])
+def test_correct_eval_and_serve_pass_the_beams_to_the_corrector(argv):
+    from editspec.cli.model_options import corrector_options
+
+    parser = cli.build_parser()
+    assert corrector_options(parser.parse_args([*argv, "--beam", "3"]))["num_beams"] == 3
+    assert corrector_options(parser.parse_args(argv))["num_beams"] == 1  # greedy unless asked
