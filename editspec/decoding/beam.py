@@ -124,7 +124,8 @@ class _Search:
     pending: list[list[int]]
     spec: list[list[int]]
     known: list[torch.Tensor | None]
-    staged: tuple[list[int], torch.Tensor | None, torch.Tensor | None] = field(default_factory=lambda: ([], None, None))
+    staged: tuple[list[int], torch.Tensor | None, torch.Tensor | None] = field(
+        default_factory=lambda: ([], None, None))
 
     @property
     def k(self) -> int:
@@ -172,7 +173,10 @@ def generate(
     groups, width = max(1, min(slots, len(waiting))), max(budget)
     with (decoders or Decoders()).lease(model, groups * k, max(map(len, sources)), width + 1) as dec:
         stats.widths = (dec.xmask.shape[1], dec.k[0].shape[2])
-        fill = lambda *shape, value=0, dtype=torch.long: torch.full(shape, value, dtype=dtype)  # noqa: E731
+
+        def fill(*shape: int, value: float = 0, dtype: torch.dtype = torch.long) -> torch.Tensor:
+            return torch.full(shape, value, dtype=dtype, device=dec.device)
+
         st = _Search(dec, eos, beams, drafter or None, window if drafter else None, done, sources, budget,
                      out, stats, waiting, [None] * groups, [0] * groups, fill(groups, k, dtype=torch.float32),
                      fill(groups, k, width), fill(groups, k, width), fill(groups, k),
@@ -268,14 +272,15 @@ def advance(st: _Search) -> None:
 def step(st: _Search, gs: list[int]) -> tuple[list[list[int]], list[list[int]], list[bool]]:
     """One beam step of groups ``gs`` (transformers' ``_beam_search`` loop body, on each group's
     rows): (each new running beam's origin beam and token, whether the group's search ended)."""
-    k, at = st.k, torch.tensor(gs)
+    k, dev = st.k, st.running.device
+    at = torch.tensor(gs, device=dev)
     logp = torch.stack([st.known[r][0] for g in gs for r in st.rows(g)])  # [A*K, V]
     vocab = logp.shape[-1]
     scores = (logp.view(len(gs), k, vocab) + st.running[at][:, :, None]).view(len(gs), k * vocab)
     top, index = torch.topk(scores, 2 * k)  # [A, 2K]
     origin, token = index // vocab, index % vocab
-    steps = torch.tensor([st.steps[g] for g in gs])
-    limit = torch.tensor([st.budget[st.sentence[g]] for g in gs])
+    steps = torch.tensor([st.steps[g] for g in gs], device=dev)
+    limit = torch.tensor([st.budget[st.sentence[g]] for g in gs], device=dev)
     seqs = _gather(st.seqs[at], origin)  # [A, 2K, T]
     seqs.scatter_(2, steps[:, None, None].expand(-1, 2 * k, 1), token[:, :, None])
     hits = (token == st.eos) | (steps + 1 >= limit)[:, None]  # [A, 2K] EOS, or the budget reached
@@ -288,7 +293,7 @@ def step(st: _Search, gs: list[int]) -> tuple[list[list[int]], list[list[int]], 
     # such a group has left (``finish``): its finished list could no longer change
     just = hits.clone()
     just[:, k:] = False
-    length = torch.tensor([float((s + 1) ** st.beams.length_penalty) for s in steps.tolist()])  # [A]
+    length = torch.tensor([float((s + 1) ** st.beams.length_penalty) for s in steps.tolist()], device=dev)  # [A]
     scored = top / length[:, None] + (~just) * NEG
     merged = torch.topk(torch.cat((st.fin_scores[at], scored), 1), k)[1]
     st.fin_scores[at] = torch.cat((st.fin_scores[at], scored), 1).gather(1, merged)
@@ -311,14 +316,14 @@ def _improvable(st: _Search, at: torch.Tensor, gs: list[int]) -> torch.Tensor:
         lengths = [st.budget[st.sentence[g]] for g in gs]  # max_length - the start token
     else:
         lengths = [st.steps[g] for g in gs]
-    best = st.running[at][:, :1] / torch.tensor([float(n ** lp) for n in lengths])[:, None]
+    best = st.running[at][:, :1] / torch.tensor([float(n ** lp) for n in lengths], device=at.device)[:, None]
     worst = torch.where(st.fin_done[at], st.fin_scores[at].min(1, keepdim=True)[0], NEG)
     return (best > worst).any(1)
 
 
 def _gather(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     """x[a, index[a, j], ...] for x [A, n, ...] and index [A, m]: [A, m, ...]."""
-    return x[torch.arange(x.shape[0])[:, None], index]
+    return x[torch.arange(x.shape[0], device=x.device)[:, None], index]
 
 
 def reorder(st: _Search, gs: list[int], origin: list[list[int]], token: list[list[int]]) -> None:
@@ -344,7 +349,7 @@ def reorder(st: _Search, gs: list[int], origin: list[list[int]], token: list[lis
                 src.append(s)
                 width = max(width, new[r][3] + len(new[r][1]))
     if dst:  # the right-hand side is gathered first: rows may swap
-        d, s = torch.tensor(dst), torch.tensor(src)
+        d, s = torch.tensor(dst, device=st.dec.device), torch.tensor(src, device=st.dec.device)
         for cache in (*st.dec.k, *st.dec.v):
             cache[d, :, :width] = cache[s, :, :width]
     for r, (pending, spec, known, length) in new.items():
