@@ -15,13 +15,12 @@ import time
 
 import torch
 
-from editspec.data import m2
 from editspec.data.corpora import data_dir
 from editspec.decoding import beam, core
 from editspec.decoding.budgets import output_budget
 from editspec.modeling.loading import DEFAULT_MODEL
 from editspec.modeling.t5 import load_t5
-from editspec.data.tokenized import detokenize
+from editspec.profiling.sentences import read_data
 from editspec.tokenization.tokens import encode_ids
 
 
@@ -34,7 +33,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     gold = data_dir() / "wi_locness" / "ABCN.dev.gold.bea19.m2"
-    texts = [detokenize(" ".join(m2.source_tokens(b))) for b in m2.read_blocks(gold)][: args.limit]
+    texts = read_data(gold, args.limit)[0]  # the S lines, detokenized, as `editspec profile` reads them
     model, tok = load_t5(DEFAULT_MODEL / "t5", dtype="float32")
     ids = sorted((i + [tok.eos_token_id] for i in encode_ids(tok, texts)), key=len, reverse=True)
     budgets = [output_budget(len(i)) for i in ids]
