@@ -434,3 +434,21 @@ def test_pick_finds_the_candidates_and_fills_the_lease_logs_row(tmp_path):
     rows = log.read_text().splitlines()
     assert rows[2].endswith("| pending |") and "t5 31.00 (P 50.00 / R 14.00); t5-2 32.70" in rows[3]
     assert rows[3].endswith("picked t5-2: +2.10 against the shipped 30.55, p = 0.004: shipped |")
+
+
+def test_collect_ships_each_ranked_model_once_even_without_best(tmp_path):
+    """A stop between best/'s two renames: the top of ranked/ ships as the T5, and the runner-up
+    beside it is the next one, never the same model twice (nor a folder an export left half-made)."""
+    from training.lease.collect import best_of, runners_up
+
+    stage = tmp_path / "t5-ft"
+    for step, score in [(20, 7.0), (40, 9.0), (60, 8.0)]:
+        (stage / "ranked" / f"step-{step}").mkdir(parents=True)
+        (stage / "ranked" / f"step-{step}" / "config.json").write_text("{}")
+        (stage / "ranked" / f"step-{step}" / "training.json").write_text(json.dumps({"step": step, "score": score}))
+    (stage / "ranked" / "step-80.tmp").mkdir()  # an interrupted export
+    (stage / "ranked" / "step-80.tmp" / "config.json").write_text("{}")
+    assert best_of(stage) == stage / "ranked" / "step-40"
+    assert runners_up(stage, best_of(stage), 2) == [stage / "ranked" / "step-60", stage / "ranked" / "step-20"]
+    shutil.copytree(stage / "ranked" / "step-40", stage / "best")
+    assert best_of(stage) == stage / "best" and runners_up(stage, best_of(stage), 1) == [stage / "ranked" / "step-60"]

@@ -100,9 +100,9 @@ def ranked(stage_dir: Path) -> list[Path]:
     return [p for _, p in found]
 
 
-def runners_up(stage_dir: Path, count: int) -> list[Path]:
-    """The stage's ranked/ models after the one shipped as its best, best first."""
-    best = read_json(stage_dir / "best" / "training.json").get("step")
+def runners_up(stage_dir: Path, shipped: Path, count: int) -> list[Path]:
+    """The stage's ranked/ models other than ``shipped`` (its best/, or ranked/'s top), best first."""
+    best = read_json(shipped / "training.json").get("step")
     return [p for p in ranked(stage_dir) if read_json(p / "training.json").get("step") != best][:count]
 
 
@@ -136,7 +136,8 @@ def ship(run_dir: Path, plan: dict, carried: list[str] | None) -> dict[str, str]
         run_ship(run_dir, pairs, carried)
     t5 = shipped.get("t5", "")
     if t5 and not repo_model(t5):  # the candidates beside it (t5-2/, ...): apart, so that one never costs the rest
-        for n, src in enumerate(runners_up(run_dir / t5.partition("/")[0], int(plan.get("candidates", 1)) - 1), 2):
+        stage = run_dir / t5.partition("/")[0]
+        for n, src in enumerate(runners_up(stage, best_of(stage), int(plan.get("candidates", 1)) - 1), 2):
             try:
                 run_ship(run_dir, [str(src), str(bundle / f"t5-{n}")], carried)
                 shipped[f"t5-{n}"] = f"{t5.partition('/')[0]}/ranked/{src.name}"
