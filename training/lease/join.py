@@ -22,6 +22,7 @@ from training.lease import continuation
 from training.lease.park import unpark
 from training.lease.shards import join
 
+PENDING = "| pending |"  # the ERRANT column until `python -m training.lease pick` fills it
 HEADER = ("| date | plan | device | pairs/s | tokens/s | TFLOP/s | data wait | training minutes | pairs this lease | "
           "pairs seen (series) | candidates: approx F0.5 on the device | ERRANT F0.5 here (W&I dev) |\n"
           "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
@@ -62,7 +63,7 @@ def lease_row(manifest: dict, record: dict | None) -> str:
     interim = " (interim: the first call's)" if manifest.get("interim") else ""
     return (f"| {date.today().isoformat()} | {plan}{interim} | {device} | {main.get('examples_per_s', 0):,.0f} | "
             f"{main.get('tokens_per_s', 0):,.0f} | {main.get('tflops', 0):.1f} | {main.get('data_wait', 0):.1%} | "
-            f"{minutes} | {this} | {seen} | {cands} | pending |\n")
+            f"{minutes} | {this} | {seen} | {cands} {PENDING}\n")
 
 
 def main(src: Path, dest: Path, pack: Path = continuation.PACK, log: Path | None = None) -> Corrector:

@@ -25,6 +25,7 @@ from pathlib import Path
 from editspec.data.corpora import data_dir as default_data_dir
 from editspec.errors import EditspecError
 from editspec.modeling.loading import DEFAULT_MODEL
+from training.lease.join import PENDING
 from training.lease.plan import REPO_ROOT
 from training.lease.shards import sha256
 
@@ -136,7 +137,7 @@ def fill_lease_log(log: Path, summary: dict) -> bool:
     if not log.is_file():
         return False
     lines = log.read_text(encoding="utf-8").splitlines(keepends=True)
-    last = max((i for i, line in enumerate(lines) if line.rstrip().endswith("| pending |")), default=None)
+    last = max((i for i, line in enumerate(lines) if line.rstrip().endswith(PENDING)), default=None)
     if last is None:
         return False
     figures = "; ".join(f"{r['candidate']} {r['scores']['f0.5']:.2f} (P {r['scores']['precision']:.2f} / R "
@@ -144,7 +145,7 @@ def fill_lease_log(log: Path, summary: dict) -> bool:
     b = next(r for r in summary["candidates"] if r.get("picked"))["bootstrap"]
     verdict = (f"{figures}; picked {summary['picked']}: {100 * b['delta']:+.2f} against the shipped "
                f"{summary['shipped']['f0.5']:.2f}, p = {b['p']:.3f}: {'shipped' if summary['ship'] else 'not shipped'}")
-    lines[last] = lines[last].rstrip().removesuffix("| pending |") + f"| {verdict} |\n"
+    lines[last] = lines[last].rstrip().removesuffix(PENDING) + f"| {verdict} |\n"
     log.write_text("".join(lines), encoding="utf-8")
     return True
 
