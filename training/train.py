@@ -151,7 +151,7 @@ class Trainer:
         acc = self.accelerator
         self.world, self.rank, self.main_proc = acc.num_processes, acc.process_index, acc.is_main_process
         self.write_config(resume)
-        self.awaited = self.awaited_init(resume)
+        awaited = self.awaited_init(resume)
         self.build_model()
         data_root = corpora.data_dir(data_dir)
         with acc.main_process_first():  # the first process fills the datasets cache, the rest read it
@@ -168,9 +168,9 @@ class Trainer:
         self.batches = Batches(cfg, data_root, self.state.position, self.log)  # a loader process starts
         if self.tc["bench_steps"] and self.kind.name == "t5" and self.world == 1 and not self.state.step:
             self.bench()  # while the loader makes its first pool
-        if self.awaited is not None:
+        if awaited is not None:
             self.warm_compile()
-            self.load_awaited()
+            self.load_awaited(awaited)
         if not self.state.step:  # a fresh start: no ranked/ model of an earlier attempt competes
             shutil.rmtree(self.out / "ranked", ignore_errors=True)
         self.end = min(self.max_steps, stop_after) if stop_after is not None else self.max_steps
@@ -236,15 +236,15 @@ class Trainer:
             self.forward = self.model
         self.optimizer.zero_grad(set_to_none=True)
 
-    def load_awaited(self) -> None:
-        """init_from's weights into the model built from its twin, in place: the optimizer (no step
+    def load_awaited(self, init: Path) -> None:
+        """``init``'s weights into the model built from its twin, in place: the optimizer (no step
         taken yet) and the compiled step keep their tensors."""
         t0 = time.perf_counter()
-        self.wait_for(self.awaited)
-        self.cfg["model"] = {**self.cfg["model"], "init_from": str(self.awaited)}
+        self.wait_for(init)
+        self.cfg["model"] = {**self.cfg["model"], "init_from": str(init)}
         self.net.load_state_dict(self.kind.build(self.cfg["model"], self.tok).state_dict())
         self.ema = ema_of(self.net, self.tc["ema_decay"])
-        self.log(f"waited {time.perf_counter() - t0:.1f} s for {self.awaited}: its weights loaded")
+        self.log(f"waited {time.perf_counter() - t0:.1f} s for {init}: its weights loaded")
 
     def build_model(self) -> None:
         cfg, tc = self.cfg, self.tc
