@@ -295,8 +295,9 @@ def step(st: _Search, gs: list[int]) -> tuple[list[list[int]], list[list[int]], 
     just[:, k:] = False
     length = torch.tensor([float((s + 1) ** st.beams.length_penalty) for s in steps.tolist()], device=dev)  # [A]
     scored = top / length[:, None] + (~just) * NEG
-    merged = torch.topk(torch.cat((st.fin_scores[at], scored), 1), k)[1]
-    st.fin_scores[at] = torch.cat((st.fin_scores[at], scored), 1).gather(1, merged)
+    both = torch.cat((st.fin_scores[at], scored), 1)  # [A, 3K]
+    merged = torch.topk(both, k)[1]
+    st.fin_scores[at] = both.gather(1, merged)
     st.fin_seqs[at] = _gather(torch.cat((st.fin_seqs[at], seqs), 1), merged)
     st.fin_len[at] = torch.cat((st.fin_len[at], (steps + 1)[:, None].expand(-1, 2 * k)), 1).gather(1, merged)
     st.fin_done[at] = torch.cat((st.fin_done[at], just), 1).gather(1, merged)
