@@ -14,7 +14,9 @@ cross-entropy chunk by chunk of target tokens from the decoder's hidden states (
 layer, T5's ``d_model ** -0.5`` scale), so no full logits tensor is ever returned; the module's
 output is the loss alone. Hand-written because transformers has no loss-only T5 forward and the
 fused linear-cross-entropy kernels (Liger and others) are CUDA-only packages the lent machine
-lacks; under ``torch.compile`` each chunk's matmul and log-softmax fuse.
+lacks. Under ``torch.compile`` the loss is one piece (the compiled graph fuses the matmul and the
+log-softmax): a Python loop over the N target tokens would specialise the graph on N and recompile it
+for every batch shape, as it did through the third lease.
 
 ``host_reads`` is the CPU's check of the first claim: inside it, any tensor read on the host
 (``bool()``, ``item()``, ``tolist()``, a data-dependent shape) raises, as
@@ -45,12 +47,15 @@ def chunked_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, labels: to
     """Mean cross-entropy of ``hidden @ weight.T`` against ``labels`` (IGNORE left out), each token
     weighted by ``token_weight`` (default 1) and normalised by the weights' sum; the logits exist
     one chunk of ``chunk`` tokens at a time.  hidden: [N, d], weight: [V, d], labels: [N]."""
+    if torch.compiler.is_compiling():  # one piece: a loop over N would specialise the graph on N (a
+        chunk = None                   # recompile per batch shape); the compiled graph fuses it instead
     total = hidden.new_zeros((), dtype=torch.float32)
-    for start in range(0, hidden.shape[0], chunk):
-        logits = hidden[start:start + chunk] @ weight.T  # [c, V]
-        ce = F.cross_entropy(logits.float(), labels[start:start + chunk], ignore_index=IGNORE, reduction="none")
+    for piece in ([slice(None)] if chunk is None else
+                  [slice(start, start + chunk) for start in range(0, hidden.shape[0], chunk)]):
+        logits = hidden[piece] @ weight.T  # [c, V]
+        ce = F.cross_entropy(logits.float(), labels[piece], ignore_index=IGNORE, reduction="none")
         if token_weight is not None:
-            ce = ce * token_weight[start:start + chunk]
+            ce = ce * token_weight[piece]
         total = total + ce.sum()
     kept = (labels != IGNORE).float()
     norm = (kept * token_weight).sum() if token_weight is not None else kept.sum()

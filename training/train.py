@@ -314,6 +314,13 @@ class Trainer:
             self.forward = self.model
         if compiled is not None and result["compile_faster"]:
             self.compile_proven = True
+            self.pin_graph()
+
+    def pin_graph(self) -> None:
+        """Once the compiled step has run: a batch its graph does not take runs eager instead of
+        recompiling (the third lease lost its synthetic stage to a ~110 s recompile at every step)."""
+        if self.forward is not self.model:
+            torch.compiler.set_stance("eager_on_recompile")
 
     # ------------------------------------------------------------------------------- the loop
     def run(self) -> dict:
@@ -335,6 +342,7 @@ class Trainer:
                 self.evaluate_and_save()
         finally:
             self.batches.close()
+            torch.compiler.set_stance("default")  # pin_graph's stance is the process's: it ends with the run
         bar.close()
         return self.finish()
 
@@ -371,7 +379,9 @@ class Trainer:
             self.optimizer.zero_grad(set_to_none=True)
             self.forward, self.window = self.model, self.fresh_window()
             loss = self.backward(mine)
-        self.compile_proven = True
+        if not self.compile_proven:
+            self.compile_proven = True
+            self.pin_graph()
         if self.tc["max_grad_norm"]:
             acc.clip_grad_norm_(self.model.parameters(), self.tc["max_grad_norm"])
         self.optimizer.step()

@@ -116,3 +116,23 @@ def test_compiled_step_equals_eager_in_bf16():
     torch.testing.assert_close(ours, eager, rtol=2e-2, atol=2e-2)
     for n, g in eager_grads.items():
         torch.testing.assert_close(our_grads[n], g, rtol=5e-2, atol=5e-3, msg=n)
+
+
+def test_the_compiled_loss_takes_every_batch_shape_with_one_graph():
+    """Under torch.compile(dynamic=True) the loss compiles once for every batch shape: a loop over the
+    N target tokens specialised the graph on N, so each batch of the third lease's synthetic stage
+    recompiled (~110 s a step on the H200). After the first call a recompile raises here."""
+    compiled = torch.compile(chunked_cross_entropy, dynamic=True)
+    gen = torch.Generator().manual_seed(0)
+    weight = torch.randn(50, 8, generator=gen)
+    with torch._inductor.config.patch(fx_graph_cache=False):  # a cached graph brings its own guards
+        for i, n in enumerate((40, 24, 57, 33)):
+            hidden, labels = torch.randn(n, 8, generator=gen), torch.randint(0, 50, (n,), generator=gen)
+            labels[::5] = IGNORE
+            if i == 1:
+                torch.compiler.set_stance("fail_on_recompile")
+            try:
+                got = compiled(hidden, weight, labels, None, 16)
+            finally:
+                torch.compiler.set_stance("default")
+            torch.testing.assert_close(got, chunked_cross_entropy(hidden, weight, labels, None, 16))
