@@ -66,7 +66,6 @@ from editspec.bundle import KINDS, Bundle
 from editspec import threads
 from editspec.config import CorrectorConfig, LoadOptions
 from editspec.decoding import drafters, rescoring, window
-from editspec.decoding.decoder import exact_windows
 from editspec.decoding.runners import RUNNERS, Edit5Runner, T5Runner, beam_settings
 from editspec.errors import EditspecError
 from editspec.modeling import loading
@@ -110,6 +109,10 @@ class Corrector:
         self.max_edit_words, self.rounds, self.spelling = config.max_edit_words, config.rounds, config.spelling
         self.rescore, self.prefix = config.rescore, config.prefix
         self.timings = OFF  # a ``timing.Timings`` to see where the time goes (editspec profile --pipeline)
+        # rescoring reads the T5 decode's own scores (``rescoring.Known``), in every dtype; False:
+        # every pair forced (issue 71: in float32 each pair was forced, a third of a process on a
+        # CPU without bf16 units)
+        self.reuse_scores = True
         self.guarded = 0  # units the guard has kept as written, over this corrector's life
         self.unreal = 0  # units with an edit undone for a made-up word (``real_words``), likewise
         # the models' own limits, then the training length (chunks never exceed any of them)
@@ -329,15 +332,17 @@ class Corrector:
     def decode(self, encoded: Sequence[Encoded], done: Callable[[int], None] | None = None,
                known: rescoring.Known | None = None) -> list[str]:
         """The model's output text per unit (the mode's ``run``, then its ``render``); ``done(k)``
-        once unit k is decoded (T5 modes). With ``rescore``, where the decode's scores are a forced
-        pass's (``decoder.exact_windows``: bf16), ``known`` records them (``rescoring.Known.record``)."""
+        once unit k is decoded (T5 modes). With ``rescore`` (and ``reuse_scores``), ``known`` records the
+        decode's scores (``rescoring.Known.record``): a forced pass's bit for bit where
+        ``decoder.exact_windows`` (bf16); in float32 the kernels of a window and of a step differ in
+        the last bits (~1e-6 of a log P), so an edit whose variant ties the output that closely may
+        be judged otherwise than with every pair forced (reports/speed.md, issue 71: how often)."""
         mode = self._mode
         if not encoded:
             return []
         # beam search: no greedy drafter, no greedy scores (rescoring forces its passes)
         beams = beam_settings(self.num_beams, self.mode) if self.num_beams > 1 else None
-        scores = known is not None and self.rescore and self.output_kind == "t5" and \
-            exact_windows(self.bundle.t5) and not beams
+        scores = known is not None and self.rescore and self.reuse_scores and self.output_kind == "t5" and not beams
         with torch.inference_mode(), self.timings(mode.step):  # the model parts inside: see profiling.pipeline
             drafter = self._drafter(encoded) if mode.drafts and not beams else None
             outputs, stats = mode.run(self.bundle, encoded, self.batch_size, drafter, done, scores=scores,
