@@ -90,3 +90,60 @@ class CorrectorConfig:
         path = Path(directory) / CONFIG_NAME
         path.write_text(json.dumps(dataclasses.asdict(self), indent=2) + "\n", encoding="utf-8")
         return path
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """What ``Corrector.from_pretrained`` loads and how (one object, not 16 parameters; the CLI's
+    model and correction flags build one: ``cli.model_options.corrector_options``).
+
+    model           a bundle directory (``DIR/edit5``, ``DIR/t5``) or one checkpoint; None: the shipped bundle
+    edit5, t5       a model of your own (a directory; a T5 may be a hub id), over ``model``'s
+    mode ... prefix the run-time settings (``CorrectorConfig``); None: the bundle's ``corrector_config.json``
+    device          cpu, cuda, cuda:1, ...; None: cuda if available
+    dtype           float32 or bfloat16; None: bfloat16 on a CPU with bf16 units, else float32
+    quantize        "int8" (CPU linears; lossy)
+    batch_size      units decoded together (the decoding core's slots)
+    max_length      model input tokens with EOS; None: the models' training length
+    num_beams       > 1: the T5's beam search
+    threads         torch's CPU threads: None, the CLI's choice (``editspec.threads``: load-aware, and
+                    ``OMP_NUM_THREADS`` when set); 0: torch's as they are; N: N
+    """
+
+    model: str | os.PathLike | None = None
+    edit5: str | os.PathLike | None = None
+    t5: str | os.PathLike | None = None
+    mode: str | None = None
+    max_edit_words: int | None = None
+    rounds: int | None = None
+    spelling: bool | None = None
+    rescore: bool | None = None
+    prefix: str | None = None
+    device: object = None  # a str or a torch.device
+    dtype: object = None  # a str or a torch.dtype
+    quantize: str | None = None
+    batch_size: int = 16
+    max_length: int | None = None
+    num_beams: int = 1
+    threads: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1:
+            raise EditspecError("batch size must be at least 1")
+        if self.max_length is not None and self.max_length < 3:
+            raise EditspecError("max length must be at least 3 tokens (with EOS)")
+        if self.threads is not None and self.threads < 0:
+            raise EditspecError("threads must be 0 (torch's as they are) or more")
+
+    def replace(self, **changes) -> LoadOptions:
+        """A copy with ``changes`` (names of the fields above; a misspelt one is a TypeError)."""
+        unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(self)})
+        if unknown:
+            raise TypeError(f"unknown option(s) {', '.join(unknown)}; LoadOptions has "
+                            f"{', '.join(f.name for f in dataclasses.fields(self))}")
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def settings(self) -> dict:
+        """The run-time settings given (``CorrectorConfig.replace``'s arguments; None: the stored one)."""
+        return {k: getattr(self, k) for k in ("mode", "max_edit_words", "rounds", "spelling", "rescore", "prefix")}

@@ -63,9 +63,9 @@ from typing import Callable, Iterator, Sequence
 import torch
 
 from editspec.bundle import KINDS, Bundle
-from editspec.config import CorrectorConfig
+from editspec import threads
+from editspec.config import CorrectorConfig, LoadOptions
 from editspec.decoding import drafters, rescoring, window
-from editspec.decoding.decoder import exact_windows
 from editspec.decoding.runners import RUNNERS, Edit5Runner, T5Runner, beam_settings
 from editspec.errors import EditspecError
 from editspec.modeling import loading
@@ -109,6 +109,10 @@ class Corrector:
         self.max_edit_words, self.rounds, self.spelling = config.max_edit_words, config.rounds, config.spelling
         self.rescore, self.prefix = config.rescore, config.prefix
         self.timings = OFF  # a ``timing.Timings`` to see where the time goes (editspec profile --pipeline)
+        # rescoring reads the T5 decode's own scores (``rescoring.Known``), in every dtype; False:
+        # every pair forced (issue 71: in float32 each pair was forced, a third of a process on a
+        # CPU without bf16 units)
+        self.reuse_scores = True
         self.guarded = 0  # units the guard has kept as written, over this corrector's life
         self.unreal = 0  # units with an edit undone for a made-up word (``real_words``), likewise
         # the models' own limits, then the training length (chunks never exceed any of them)
@@ -137,55 +141,45 @@ class Corrector:
         return [(tok, max(1, max_ids - len(encode(tok, [self.prefix])[0].ids))), *rest]
 
     @classmethod
-    def from_pretrained(
-        cls, model: str | os.PathLike | None = None, mode: str | None = None,
-        edit5: str | os.PathLike | None = None, t5: str | os.PathLike | None = None,
-        device: str | torch.device | None = None, batch_size: int = 16, max_length: int | None = None,
-        max_edit_words: int | None = None, rounds: int | None = None, spelling: bool | None = None,
-        rescore: bool | None = None, prefix: str | None = None, dtype: str | torch.dtype | None = None,
-        quantize: str | None = None, num_beams: int = 1,
-    ) -> "Corrector":
+    def from_pretrained(cls, model: str | os.PathLike | None = None, options: LoadOptions | None = None,
+                        **changes) -> "Corrector":
         """Load a bundle (``DIR/edit5``, ``DIR/t5``) or one checkpoint; default: the shipped bundle.
 
-        ``mode``, ``max_edit_words``, ``rounds``, ``spelling``, ``rescore`` and ``prefix`` (see
-        ``CorrectorConfig``) default to the ``corrector_config.json`` of ``model`` (a bundle or a
-        checkpoint; without ``model``, of the shipped bundle, or of the output model's directory
-        when ``t5``/``edit5`` are given), else to ``CorrectorConfig``'s defaults: a checkpoint of
-        your own gives its raw output. Without a mode there, ``speculative`` when both models are
-        present, else the one present. ``max_length`` (model input tokens with EOS) overrides the
-        checkpoint's training length. ``dtype`` (float32 or bfloat16, names of ``precision.DTYPES``):
-        the models' compute type (default: ``precision.default_dtype``, bfloat16 on a CPU with bf16
-        units, else float32; the shipped weights are bfloat16 on disk).
-        ``quantize`` ("int8", CPU only): the models' linears in int8 (``modeling.quantization``;
-        faster on long inputs and large batches, but not batch-independent).
-        ``num_beams`` > 1: the T5 decodes by beam search (t5 and speculative modes alike; output as
-        transformers' ``generate(num_beams=...)``), ``batch_size`` sentences of ``num_beams`` rows.
+        ``options`` (``config.LoadOptions``) says what to load and how; ``changes``, names of its
+        fields (``mode="t5"``, ``batch_size=32``), change it here; ``model`` is its ``model``.
+        The run-time settings (``mode``, ``max_edit_words``, ``rounds``, ``spelling``, ``rescore``,
+        ``prefix``: ``CorrectorConfig``) default to the ``corrector_config.json`` of ``model`` (a
+        bundle or a checkpoint; without ``model``, of the shipped bundle, or of the output model's
+        directory when ``t5``/``edit5`` are given), else to ``CorrectorConfig``'s defaults: a
+        checkpoint of your own gives its raw output. Without a mode there, ``speculative`` when both
+        models are present, else the one present. Torch's threads are chosen as the CLI chooses
+        them (``LoadOptions.threads``), so a Python caller reads the pass costs the CLI measured.
         """
-        if batch_size < 1:
-            raise EditspecError("batch size must be at least 1")
-        beam_settings(num_beams, mode)  # before the models load
-        if max_length is not None and max_length < 3:
-            raise EditspecError("max length must be at least 3 tokens (with EOS)")
-        edit5_path, t5_path = resolve_models(model, edit5, t5)
+        options = (options or LoadOptions()).replace(**changes)
         if model is not None:
-            where = Path(model)
-        elif edit5 is None and t5 is None:
+            options = options.replace(model=model)
+        o = options
+        beam_settings(o.num_beams, o.mode)  # before the models load
+        if o.threads != 0:
+            threads.apply(o.threads, force=True)
+        edit5_path, t5_path = resolve_models(o.model, o.edit5, o.t5)
+        if o.model is not None:
+            where = Path(o.model)
+        elif o.edit5 is None and o.t5 is None:
             where = loading.DEFAULT_MODEL
         else:  # the output model's directory (a T5 may be a hub id: no settings then)
-            where = Path(t5_path if t5_path and (mode or "speculative") != "edit5" else edit5_path)
-        config = CorrectorConfig.from_pretrained(where).replace(
-            mode=mode, max_edit_words=max_edit_words, rounds=rounds, spelling=spelling, rescore=rescore,
-            prefix=prefix)
+            where = Path(t5_path if t5_path and (o.mode or "speculative") != "edit5" else edit5_path)
+        config = CorrectorConfig.from_pretrained(where).replace(**o.settings)
         mode = config.mode or ("speculative" if edit5_path and t5_path else "edit5" if edit5_path else "t5")
         paths = {"edit5": edit5_path, "t5": t5_path}
         for kind in RUNNERS[mode].mode.needs:
             if paths[kind] is None:
-                where = model if model is not None else loading.DEFAULT_MODEL
+                where = o.model if o.model is not None else loading.DEFAULT_MODEL
                 raise EditspecError(f"mode {mode} needs {'an EdiT5' if kind == 'edit5' else 'a T5'} "
                                     f"model, and {where} has none (pass --{kind} DIR)")
-        bundle = Bundle.load(edit5_path, t5_path, RUNNERS[mode].mode.uses, device, dtype, quantize)
-        return cls(bundle, config.replace(mode=mode), batch_size=batch_size, max_length=max_length,
-                   num_beams=num_beams)
+        bundle = Bundle.load(edit5_path, t5_path, RUNNERS[mode].mode.uses, o.device, o.dtype, o.quantize)
+        return cls(bundle, config.replace(mode=mode), batch_size=o.batch_size, max_length=o.max_length,
+                   num_beams=o.num_beams)
 
     @property
     def config(self) -> CorrectorConfig:
@@ -338,15 +332,17 @@ class Corrector:
     def decode(self, encoded: Sequence[Encoded], done: Callable[[int], None] | None = None,
                known: rescoring.Known | None = None) -> list[str]:
         """The model's output text per unit (the mode's ``run``, then its ``render``); ``done(k)``
-        once unit k is decoded (T5 modes). With ``rescore``, where the decode's scores are a forced
-        pass's (``decoder.exact_windows``: bf16), ``known`` records them (``rescoring.Known.record``)."""
+        once unit k is decoded (T5 modes). With ``rescore`` (and ``reuse_scores``), ``known`` records the
+        decode's scores (``rescoring.Known.record``): a forced pass's bit for bit where
+        ``decoder.exact_windows`` (bf16); in float32 the kernels of a window and of a step differ in
+        the last bits (~1e-6 of a log P), so an edit whose variant ties the output that closely may
+        be judged otherwise than with every pair forced (reports/speed.md, issue 71: how often)."""
         mode = self._mode
         if not encoded:
             return []
         # beam search: no greedy drafter, no greedy scores (rescoring forces its passes)
         beams = beam_settings(self.num_beams, self.mode) if self.num_beams > 1 else None
-        scores = known is not None and self.rescore and self.output_kind == "t5" and \
-            exact_windows(self.bundle.t5) and not beams
+        scores = known is not None and self.rescore and self.reuse_scores and self.output_kind == "t5" and not beams
         with torch.inference_mode(), self.timings(mode.step):  # the model parts inside: see profiling.pipeline
             drafter = self._drafter(encoded) if mode.drafts and not beams else None
             outputs, stats = mode.run(self.bundle, encoded, self.batch_size, drafter, done, scores=scores,

@@ -66,15 +66,20 @@ def default_threads(cores: int | None = None, processes: int | None = None, busy
     return max(1, min(CAP, cores // max(1, processes), cores - busy))
 
 
-def apply(threads: int | None) -> int | None:
+def apply(threads: int | None, force: bool = False) -> int | None:
     """Use ``threads`` (``--threads``) or, unless ``OMP_NUM_THREADS`` is set, ``default_threads()``;
     returns the number chosen (None: left to ``OMP_NUM_THREADS`` or to the program that loaded
-    torch before)."""
+    torch before). ``force`` (``Corrector.from_pretrained``): the default is chosen even where torch
+    is loaded already, as the CLI would choose it (issue 71: the API kept torch's one thread per
+    core, and measured the CPU's pass costs again for that count); the choice is then kept in
+    ``OMP_NUM_THREADS``, so a second corrector of the process keeps it too."""
     loaded = "torch" in sys.modules
     if threads is None:
-        if os.environ.get("OMP_NUM_THREADS") or loaded:
+        if os.environ.get("OMP_NUM_THREADS") or (loaded and not force):
             return None
         threads = default_threads()
+        if loaded:
+            os.environ["OMP_NUM_THREADS"] = str(threads)  # the process's choice, for its next corrector
     if loaded or threads > allowed_cores():
         # torch reads OMP_NUM_THREADS only up to the cores it sees: more (``--threads 8`` on 2
         # cores, as before) must be set on torch itself, which loads it now

@@ -38,6 +38,11 @@ def _editspec_cache(tmp_path_factory):
         os.environ["EDITSPEC_CACHE"] = old
 
 
+# the tests' thread count, for torch here and the commands they start: Corrector.from_pretrained keeps
+# OMP_NUM_THREADS when set, as the CLI does (tests/test_threads.py unsets it where it tests the choice)
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
 @pytest.fixture(autouse=True)
 def _seed_and_threads():
     torch.manual_seed(0)

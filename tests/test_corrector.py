@@ -739,11 +739,12 @@ def test_bfloat16_speculative_is_the_t5_s_output_in_bfloat16(models, capsysbinar
     assert rc == 2 and "invalid choice: 'int8'" in err and len(err.strip().splitlines()) == 1
 
 
-def test_rescoring_reads_the_decode_s_own_scores(monkeypatch):
-    """bf16, the shipped models, rescoring on: an output's own score comes from the decode (its
-    pair is never forced), only the variants are, and the text is what rescoring with every pair
-    forced gives, in both T5 modes."""
-    from editspec import corrector as corrector_module
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_rescoring_reads_the_decode_s_own_scores(monkeypatch, dtype):
+    """The shipped models, rescoring on, bf16 and (issue 71) float32: an output's own score comes from
+    the decode (its pair is never forced), only the variants are, and the text is what rescoring
+    with every pair forced gives, in both T5 modes (in float32 the scores differ in the last bits,
+    not the sample's outputs)."""
     from editspec.decoding import core
 
     lines = SAMPLE.read_text(encoding="utf-8").splitlines()
@@ -757,14 +758,57 @@ def test_rescoring_reads_the_decode_s_own_scores(monkeypatch):
     monkeypatch.setattr(core, "score", spy)
     outputs = {}
     for mode in ("speculative", "t5"):
-        c = Corrector.from_pretrained(mode=mode, device="cpu", rescore=True, dtype="bfloat16")
+        c = Corrector.from_pretrained(mode=mode, device="cpu", rescore=True, dtype=dtype)
         forced.clear()
         outputs[mode] = c.correct(lines)
         with_known = list(forced)
-        monkeypatch.setattr(corrector_module, "exact_windows", lambda model: False)  # every pair forced
+        c.reuse_scores = False  # every pair forced
         forced.clear()
         assert c.correct(lines) == outputs[mode]
-        monkeypatch.undo()
-        monkeypatch.setattr(core, "score", spy)
         assert set(with_known) < set(forced) and len(forced) - len(with_known) >= 5  # the outputs' pairs
     assert outputs["speculative"] == outputs["t5"]
+
+
+def test_from_pretrained_takes_one_options_object(models, tmp_path):
+    """Issue 71: ``Corrector.from_pretrained`` takes a ``LoadOptions`` (keywords change fields of it;
+    a misspelt one is an error, not ignored)."""
+    from editspec.config import LoadOptions
+
+    bundle = models / "bundle"
+    options = LoadOptions(model=bundle, mode="t5", device="cpu", batch_size=3, max_edit_words=2, threads=0)
+    c = Corrector.from_pretrained(options=options)
+    assert (c.mode, c.batch_size, c.max_edit_words) == ("t5", 3, 2)
+    changed = Corrector.from_pretrained(options=options, batch_size=5, mode="edit5")
+    assert (changed.mode, changed.batch_size) == ("edit5", 5)
+    assert Corrector.from_pretrained(bundle / "t5", options).mode == "t5"  # ``model`` is the options' model
+    lines = ["He have two brothers.", "I recieve your letter yesterday."]
+    assert c.correct(lines) == Corrector.from_pretrained(bundle, mode="t5", device="cpu", batch_size=3,
+                                                         max_edit_words=2, threads=0).correct(lines)
+    with pytest.raises(TypeError, match="unknown option"):
+        Corrector.from_pretrained(bundle, batchsize=3)
+    with pytest.raises(EditspecError, match="batch size"):
+        LoadOptions(batch_size=0)
+
+
+def test_from_pretrained_chooses_threads_as_the_cli_does(models, monkeypatch):
+    """Issue 71: the API used torch's one thread per core where the CLI chose by the machine's load
+    (and so measured the CPU's pass costs again for that count). None: the CLI's choice, kept in
+    OMP_NUM_THREADS for the process; OMP_NUM_THREADS set: kept; 0: torch's as they are."""
+    from editspec import threads
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(threads, "default_threads", lambda: 3)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        Corrector.from_pretrained(models / "bundle", device="cpu", threads=0)
+        assert torch.get_num_threads() == 1 and "OMP_NUM_THREADS" not in os.environ
+        Corrector.from_pretrained(models / "bundle", device="cpu")
+        assert torch.get_num_threads() == 3 and os.environ["OMP_NUM_THREADS"] == "3"
+        monkeypatch.setattr(threads, "default_threads", lambda: 2)  # the load changed: the process keeps 3
+        Corrector.from_pretrained(models / "bundle", device="cpu")
+        assert torch.get_num_threads() == 3
+        Corrector.from_pretrained(models / "bundle", device="cpu", threads=2)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

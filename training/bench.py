@@ -91,7 +91,7 @@ def bench_loop(data_root: Path, steps: int) -> dict:
 def bench_workers(data_root: Path, seconds: float) -> dict:
     folder = data_root / WIKI_DIR
     shard = (shard_files(folder, [0])[0].name, 0, 1)
-    tok_path = REPO_ROOT / "editspec/models/default/tokenizer"
+    tok_path = REPO_ROOT / "editspec/models/default/t5"
     pairs = synthetic_shard(shard, 0, str(folder), 0, str(data_root / "wi_locness/ABC.train.gold.bea19.m2"),
                             str(tok_path), "t5", 128)
     next(pairs)  # the lexicon and calibration load once per worker

@@ -48,7 +48,7 @@ import yaml
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 DEFAULTS: dict[str, Any] = {
-    "model": {"type": "t5", "tokenizer": "editspec/models/default/tokenizer", "init_from": None, "config": {},
+    "model": {"type": "t5", "tokenizer": "editspec/models/default/t5", "init_from": None, "config": {},
               "point_markers": False, "marker_gap": False, "share_encoder": False, "init_twin": None},
     "data": {
         "sources": [], "dev": None, "max_length": 128, "batch_tokens": 4096, "batch_size": None,

@@ -10,13 +10,12 @@ The training metadata (training.json: step, dev score, max_length) travels with 
 Replacing a shipped model keeps the EdiT5 confidence biases its ``config.json`` was tuned to
 (``RUN_TIME``, set by ``eval/tune_confidence.py``): a training checkpoint has none. The bundle's
 other run-time settings (guard, rounds, spelling, rescoring) live in its ``corrector_config.json``
-beside the models, which shipping weights does not touch. The tokenizer is written beside the
-weights unless the bundle's one copy (``BUNDLE/tokenizer/``) is the same tokenizer: both models
-read that one (``tokenization.tokens.tokenizer_path``).
+beside the models, which shipping weights does not touch. The tokenizer is always written beside the
+weights: a shipped folder is a whole checkpoint, so transformers' ``AutoTokenizer`` and CTranslate2's
+converter read it as it is (issue 71: without it both fell back to a placeholder vocabulary, silently).
 """
 
 import argparse
-import filecmp
 import json
 import shutil
 from pathlib import Path
@@ -26,7 +25,7 @@ from transformers import T5ForConditionalGeneration
 
 from editspec.modeling.loading import model_type as checkpoint_type
 from editspec.modeling.modeling_edit5 import EdiT5Model
-from editspec.tokenization.tokens import BUNDLE_TOKENIZER, TOKENIZER_FILES, load_tokenizer
+from editspec.tokenization.tokens import load_tokenizer
 
 RUN_TIME = ("keep_bias", "order_bias", "stop_bias")
 
@@ -64,10 +63,6 @@ def ship(src: Path, dest: Path) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)
     load_tokenizer(src).save_pretrained(tmp)
-    shared = dest.parent / BUNDLE_TOKENIZER
-    if all((shared / f).is_file() and filecmp.cmp(tmp / f, shared / f, shallow=False) for f in TOKENIZER_FILES):
-        for f in TOKENIZER_FILES:  # the bundle's one copy serves this model too
-            (tmp / f).unlink()
     if (src / "training.json").exists():
         shutil.copy(src / "training.json", tmp / "training.json")
     shutil.rmtree(dest, ignore_errors=True)

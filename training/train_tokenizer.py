@@ -4,7 +4,7 @@ It learns from natural text, the form every model sees (``editspec.text``): the 
 FCE training sets, sources and targets detokenized, so learner spellings get pieces too, plus N
 Wikipedia sentences for clean, broad vocabulary. Dev and test sets are left out.
 
-    python -m training.train_tokenizer                       # -> editspec/models/default/tokenizer/
+    python -m training.train_tokenizer                       # -> runs/tokenizer/ (models trained on it ship it: training.ship)
     python -m training.train_tokenizer --wiki-sentences 50000 --out /tmp/tok
 """
 
@@ -45,7 +45,7 @@ def learner(root: Path):
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", default=None, help="corpus folder (default: $EDITSPEC_DATA or ../shared/data)")
-    parser.add_argument("--out", default=str(REPO / "editspec" / "models" / "default" / "tokenizer"))
+    parser.add_argument("--out", default=str(REPO / "runs" / "tokenizer"))
     parser.add_argument("--vocab-size", type=int, default=16000)
     parser.add_argument("--extra-ids", type=int, default=256, help="T5 sentinels = EdiT5 position markers")
     parser.add_argument("--wiki-sentences", type=int, default=300_000)

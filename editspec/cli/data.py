@@ -71,7 +71,7 @@ def run_stats(args: argparse.Namespace) -> int:
     from editspec.modeling.loading import DEFAULT_MODEL
     from editspec.tokenization.tokens import load_tokenizer
 
-    tok_dir = Path(args.tokenizer) if args.tokenizer else DEFAULT_MODEL / "tokenizer"
+    tok_dir = Path(args.tokenizer) if args.tokenizer else DEFAULT_MODEL / "t5"
     if not tok_dir.exists():
         raise EditspecError(f"no tokenizer at {tok_dir} (train one with training/train_tokenizer.py)")
     tokenizer = load_tokenizer(tok_dir)

@@ -78,14 +78,17 @@ def add_correction_options(p: argparse.ArgumentParser) -> None:
                         "default: the bundle's corrector_config.json, else none")
 
 
-def corrector_options(args: argparse.Namespace) -> dict:
-    """``Corrector.from_pretrained``'s keyword arguments from the options above (the local run's
-    corrector and each Ray actor's, ``editspec.ray_data.CorrectBatch``)."""
-    return dict(model=args.model, mode=args.mode, edit5=args.edit5, t5=args.t5, device=args.device,
-                batch_size=args.batch_size, dtype=args.dtype, quantize=args.quantize,
-                max_length=getattr(args, "max_length", None), max_edit_words=args.max_edit_words,
-                rounds=args.rounds, spelling=args.spelling, rescore=args.rescore, prefix=args.prefix,
-                num_beams=getattr(args, "beam", None) or 1)
+def corrector_options(args: argparse.Namespace):
+    """``Corrector.from_pretrained``'s ``LoadOptions`` from the options above (the local run's
+    corrector and each Ray actor's, ``editspec.ray_data.CorrectBatch``). Threads: 0, the command
+    chose them before torch loaded (``editspec.threads``), or the actor sets its own."""
+    from editspec.config import LoadOptions
+
+    return LoadOptions(model=args.model, mode=args.mode, edit5=args.edit5, t5=args.t5, device=args.device,
+                       batch_size=args.batch_size, dtype=args.dtype, quantize=args.quantize,
+                       max_length=getattr(args, "max_length", None), max_edit_words=args.max_edit_words,
+                       rounds=args.rounds, spelling=args.spelling, rescore=args.rescore, prefix=args.prefix,
+                       num_beams=getattr(args, "beam", None) or 1, threads=0)
 
 
 def check_beam(args: argparse.Namespace) -> None:
@@ -111,4 +114,4 @@ def corrector_from_args(args: argparse.Namespace):
     imported here, when a command runs: bad input fails before seconds of torch."""
     from editspec.corrector import Corrector
 
-    return Corrector.from_pretrained(**corrector_options(args))
+    return Corrector.from_pretrained(options=corrector_options(args))

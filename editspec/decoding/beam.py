@@ -172,7 +172,7 @@ def generate(
         window = WindowPolicy.fixed_size(8 if window is None else window)
     groups, width = max(1, min(slots, len(waiting))), max(budget)
     with (decoders or Decoders()).lease(model, groups * k, max(map(len, sources)), width + 1) as dec:
-        stats.widths = (dec.xmask.shape[1], dec.k[0].shape[2])
+        stats.widths = dec.widths
 
         def fill(*shape: int, value: float = 0, dtype: torch.dtype = torch.long) -> torch.Tensor:
             return torch.full(shape, value, dtype=dtype, device=dec.device)
@@ -246,14 +246,15 @@ def verify(st: _Search, rows: list[int], drafts: list[list[int]]) -> None:
     for r in (r for r in span if r in fed):
         d = fed[r]
         st.known[r], st.spec[r] = logp[at: at + len(d) + 1], d
-        st.dec.length[r] += 1
+        st.dec.keep(r, st.dec.cached(r) + 1)
         st.pending[r] = []
         at += len(d) + 1
         st.stats.proposed[st.sentence[r // st.k]] += len(d)
         st.stats.row_passes[st.sentence[r // st.k]] += 1
     for r, f in first.items():
         if r != f:  # the same start token on the same encoder states: the same cache and log-probs
-            st.known[r], st.spec[r], st.dec.length[r], st.pending[r] = st.known[f], st.spec[f], st.dec.length[f], []
+            st.known[r], st.spec[r], st.pending[r] = st.known[f], st.spec[f], []
+            st.dec.keep(r, st.dec.cached(f))
 
 
 def advance(st: _Search) -> None:
@@ -342,19 +343,17 @@ def reorder(st: _Search, gs: list[int], origin: list[list[int]], token: list[lis
                 st.window.update(int(on), 1)
             if on:
                 st.stats.accepted[st.sentence[g]] += 1
-                new[r] = ([], spec[1:], st.known[s][1:], st.dec.length[s] + 1)
+                new[r] = ([], spec[1:], st.known[s][1:], st.dec.cached(s) + 1)
             else:
-                new[r] = ([x], [], None, st.dec.length[s])
+                new[r] = ([x], [], None, st.dec.cached(s))
             if r != s:
                 dst.append(r)
                 src.append(s)
                 width = max(width, new[r][3] + len(new[r][1]))
-    if dst:  # the right-hand side is gathered first: rows may swap
-        d, s = torch.tensor(dst, device=st.dec.device), torch.tensor(src, device=st.dec.device)
-        for cache in (*st.dec.k, *st.dec.v):
-            cache[d, :, :width] = cache[s, :, :width]
+    st.dec.copy_rows(dst, src, width)  # the right-hand side is gathered first: rows may swap
     for r, (pending, spec, known, length) in new.items():
-        st.pending[r], st.spec[r], st.known[r], st.dec.length[r] = pending, spec, known, length
+        st.pending[r], st.spec[r], st.known[r] = pending, spec, known
+        st.dec.keep(r, length)
 
 
 def finish(st: _Search, g: int) -> None:

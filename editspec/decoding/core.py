@@ -170,7 +170,7 @@ def generate(
     if not waiting:
         return out, stats
     with (decoders or Decoders()).lease(model, slots, max(map(len, sources)), max(budget) + 1) as dec:
-        stats.widths = (dec.xmask.shape[1], dec.k[0].shape[2])
+        stats.widths = dec.widths
         st = _Stream(dec, eos, drafter, window if drafter is not None else None,
                      sampling, done,
                      sources, budget, out, stats, waiting, [None] * slots, [dec.start] * slots)
@@ -250,7 +250,7 @@ def accept(st: _Stream, rows: list[int], drafts: list[list[int]],
             own = choices[seg][k]
         new = d[:k] if eos in d[:k] else d[:k] + [own]
         emitted.append((i, seg.start, new))
-        st.dec.length[s] += 1 + k  # the pending token and the accepted draft are cached now
+        st.dec.keep(s, st.dec.cached(s) + 1 + k)  # the pending token and the accepted draft are cached now
         st.pending[s] = own
         st.stats.proposed[i] += len(d)
         st.stats.accepted[i] += k

@@ -116,6 +116,34 @@ class Decoder:
         for s in slots:
             self.length[s] = 0
 
+    def keep(self, row: int, tokens: int) -> None:
+        """The first ``tokens`` fed to ``row`` since its last ``admit`` stay cached: the next pass
+        writes after them (a later one overwrites what was fed beyond them, a rejected draft)."""
+        self.length[row] = tokens
+
+    @property
+    def widths(self) -> tuple[int, int]:
+        """(source, target) positions its caches hold: a forced pass at these widths computes what
+        this decoder computed (``rescoring.Known.widths``)."""
+        return self.xmask.shape[1], self.k[0].shape[2]
+
+    def cached(self, row: int) -> int:
+        """Tokens in ``row``'s cache."""
+        return self.length[row]
+
+    def copy_rows(self, dst: list[int], src: list[int], width: int) -> None:
+        """Each ``dst`` row's self-attention cache, up to position ``width``, becomes its ``src``
+        row's, and its length ``src``'s (a beam search's survivors: ``keep`` then sets what each
+        keeps); ``src`` is read before anything is written, so rows may swap."""
+        if not dst:
+            return
+        d, s = torch.tensor(dst, device=self.device), torch.tensor(src, device=self.device)
+        for cache in (*self.k, *self.v):
+            cache[d, :, :width] = cache[s, :, :width]
+        lengths = [self.length[r] for r in src]
+        for row, n in zip(dst, lengths):
+            self.length[row] = n
+
     def forward(self, rows: list[int], feeds: list[list[int]], wanted: list[int] | None = None) -> torch.Tensor:
         """Logits [tokens, vocab] of the packed ``feeds`` (row i's tokens go to slot rows[i] at
         positions length, length + 1, ...); each token's logits predict the token after it.

@@ -3,8 +3,9 @@ with the checks that tie a tokenizer to its model (the T5's are in ``editspec.mo
 
 A bundle directory holds ``edit5/`` and/or ``t5/`` (and ``t5-draft/``, a small T5 that ``editspec
 profile`` may time as another drafter), each the ``save_pretrained`` output of a model plus its
-tokenizer, or without one when the bundle's ``tokenizer/`` is theirs (the shipped bundle keeps that
-one copy; ``tokenization.tokens.tokenizer_path``); a single checkpoint directory works too, its
+tokenizer (the shipped bundle's each hold theirs, so each loads and converts as it is: issue 71), or
+without one when an older bundle's ``tokenizer/`` is theirs (``tokenization.tokens.tokenizer_path``);
+a single checkpoint directory works too, its
 ``config.json`` ``model_type`` says which.
 """
 

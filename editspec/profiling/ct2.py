@@ -39,6 +39,9 @@ from editspec.errors import EditspecError
 COMPUTE = {"ct2-greedy": "float32", "ct2-int8": "int8", "ct2-beam4": "float32"}  # mode -> CTranslate2 compute_type
 BEAMS = {"ct2-beam4": 4}  # mode -> beam_size (others: 1, greedy)
 WEIGHT_FILES = ("config.json", "model.safetensors", "pytorch_model.bin")
+# the converter writes the vocabulary from the folder's tokenizer: a conversion made without one
+# (placeholder tokens) must not be found for a folder that has one
+KEYED_FILES = (*WEIGHT_FILES, "tokenizer.json", "tokenizer_config.json", "spiece.model")
 
 
 def missing() -> str | None:
@@ -51,16 +54,16 @@ def missing() -> str | None:
 
 
 def weights_key(t5_dir: str | os.PathLike) -> str:
-    """sha256 of the T5's config and weight files and of the ctranslate2 version (a new version
-    may write another model format)."""
+    """sha256 of the T5's config, weight and tokenizer files and of the ctranslate2 version (a new
+    version may write another model format)."""
     import ctranslate2  # deliberately lazy: an optional extra
 
     digest = hashlib.sha256(ctranslate2.__version__.encode())
     found = False
-    for name in WEIGHT_FILES:
+    for name in KEYED_FILES:
         path = Path(t5_dir) / name
         if path.is_file():
-            found = found or name != "config.json"
+            found = found or name in WEIGHT_FILES[1:]
             digest.update(name.encode())
             with open(path, "rb") as f:
                 for block in iter(lambda: f.read(1 << 20), b""):

@@ -205,7 +205,7 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, what: ProfileOption
             if tokenizer is None:
                 paths = resolve_models(models.model, models.edit5, models.t5) \
                     if (models.model or models.edit5 or models.t5) else (None, None)
-                tokenizer = load_tokenizer(paths[1] or paths[0] or DEFAULT_MODEL / "tokenizer")
+                tokenizer = load_tokenizer(paths[1] or paths[0] or DEFAULT_MODEL / "t5")
             names = None if what.architectures is True else list(what.architectures) or None  # none: the defaults
             report["architectures"] = profile_architectures(sources, targets, tokenizer, dev, dtype, what.batch_size,
                                                             what.warmup, names=check_architectures(names),

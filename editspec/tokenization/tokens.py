@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # transformers loads only where its tokenizer is used (traini
 
 SPACE = "\u2581"  # SentencePiece's word-boundary mark
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")  # what save_pretrained writes for ours
-BUNDLE_TOKENIZER = "tokenizer"  # a bundle's one tokenizer, beside its models (edit5/, t5/)
+BUNDLE_TOKENIZER = "tokenizer"  # an older bundle's one tokenizer, beside its models (edit5/, t5/)
 
 
 def train_tokenizer(
@@ -80,8 +80,8 @@ def train_tokenizer(
 
 def tokenizer_path(path: str | os.PathLike) -> str | os.PathLike:
     """Where checkpoint ``path``'s tokenizer is: the directory itself when it holds tokenizer files
-    (a user's checkpoint, a training run), else its bundle's ``tokenizer/`` when there is one (the
-    shipped bundle keeps one copy, which both its models read); a hub id as it is."""
+    (the shipped bundle's folders, a user's checkpoint, a training run), else its bundle's
+    ``tokenizer/`` when there is one (an older bundle's one copy); a hub id as it is."""
     own = Path(path)
     shared = own.parent / BUNDLE_TOKENIZER
     holds_none = own.is_dir() and not any((own / f).is_file() for f in TOKENIZER_FILES)

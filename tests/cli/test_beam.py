@@ -87,8 +87,8 @@ def test_correct_eval_and_serve_pass_the_beams_to_the_corrector(argv):
     from editspec.cli.model_options import corrector_options
 
     parser = cli.build_parser()
-    assert corrector_options(parser.parse_args([*argv, "--beam", "3"]))["num_beams"] == 3
-    assert corrector_options(parser.parse_args(argv))["num_beams"] == 1  # greedy unless asked
+    assert corrector_options(parser.parse_args([*argv, "--beam", "3"])).num_beams == 3
+    assert corrector_options(parser.parse_args(argv)).num_beams == 1  # greedy unless asked
 
 
 def test_nbest_of_a_line_of_two_sentences_and_of_an_empty_line(overfitted_t5, tokenizer, tmp_path):

@@ -213,3 +213,21 @@ def test_stdout_is_json_lines(bundle, tmp_path, capsysbinary):
     out, err = capsysbinary.readouterr()
     got = [json.loads(line) for line in out.decode().splitlines()]
     assert [r["text"] for r in got] == ["He go home.", "Fine."] and err == b""
+
+
+def test_the_new_columns_are_built_without_pandas():
+    """Issue 71: ``pa.array`` imports pandas (seconds on a busy host) to look for its types; a table's
+    ``corrected`` and ``edits`` columns are built through Arrow's JSON reader instead, the same arrays."""
+    code = """
+import sys
+import pyarrow as pa
+from editspec.tables import EDITS, _array
+edits = [[{"start": 1, "end": 2, "original": "a\\u00e9\\U0001F600", "correction": "\\"b\\\\\\\\", "type": None,
+           "message": "m"}], None, []]
+texts = ["x", None, "\\n\\t\\u2028"]
+built = _array(edits, EDITS), _array(texts, pa.string()), _array([], EDITS)
+assert "pandas" not in sys.modules
+assert built[0].equals(pa.array(edits, EDITS)) and built[1].equals(pa.array(texts, pa.string()))
+assert built[2].type == EDITS and len(built[2]) == 0
+"""
+    subprocess.run([sys.executable, "-c", code], check=True)

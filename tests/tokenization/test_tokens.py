@@ -39,20 +39,25 @@ def test_identity_render_is_byte_identical(tokenizer, text):
     assert render_ids(tokenizer, enc, enc.ids) == text
 
 
-def test_the_shipped_bundle_holds_one_tokenizer_both_models_read():
+def test_each_shipped_model_folder_holds_its_tokenizer():
+    """Issue 71: each folder of the shipped bundle is a whole checkpoint (no bundle-level copy to
+    fall back on), and both hold the same tokenizer."""
     from editspec.modeling.loading import DEFAULT_MODEL
 
-    one = load_tokenizer(DEFAULT_MODEL / "tokenizer")
+    assert not (DEFAULT_MODEL / "tokenizer").exists()
+    one = load_tokenizer(DEFAULT_MODEL / "t5")
     for kind in ("edit5", "t5"):
-        assert not any((DEFAULT_MODEL / kind / f).exists() for f in TOKENIZER_FILES)  # no copy of its own
-        assert tokenizer_path(DEFAULT_MODEL / kind) == DEFAULT_MODEL / "tokenizer"
+        assert all((DEFAULT_MODEL / kind / f).is_file() for f in TOKENIZER_FILES)
+        assert tokenizer_path(DEFAULT_MODEL / kind) == DEFAULT_MODEL / kind
         assert load_tokenizer(DEFAULT_MODEL / kind).get_vocab() == one.get_vocab()
 
 
 def test_a_checkpoint_with_its_own_tokenizer_reads_its_own(tokenizer_dir, tmp_path):
     from editspec.modeling.loading import DEFAULT_MODEL
 
-    shutil.copytree(DEFAULT_MODEL / "tokenizer", tmp_path / "tokenizer")  # a bundle's shared one
+    (tmp_path / "tokenizer").mkdir()  # a bundle's shared one (an older bundle's layout)
+    for f in TOKENIZER_FILES:
+        shutil.copy(DEFAULT_MODEL / "t5" / f, tmp_path / "tokenizer" / f)
     shutil.copytree(tokenizer_dir, tmp_path / "edit5")  # a user's checkpoint: its own, another vocabulary
     (tmp_path / "t5").mkdir()
     own, shared = load_tokenizer(tmp_path / "edit5"), load_tokenizer(tmp_path / "t5")

@@ -62,7 +62,7 @@ def travelling_copy(dest: Path) -> Path:
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO_ROOT,
                             check=True, capture_output=True, text=True).stdout.split("\0")
     for rel in listed:
-        if rel and (REPO_ROOT / rel).is_file() and not any(rel.startswith(p + "/")
+        if rel and (REPO_ROOT / rel).is_file() and not any(rel == p or rel.startswith(p + "/")
                                                             for p in (*park.BUNDLE_MODELS, park.REPORTS)):
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO_ROOT / rel, dest / rel)
@@ -133,7 +133,8 @@ def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsy
     assert [w for w in calls[1]["command"].split() if w in ("checks", "wait", "collect")] == ["checks"]
 
     tree = travelling_copy(tmp_path / "device")  # start, wait, collect run where the calls do
-    assert not (tree / park.BUNDLE / "t5").exists() and (tree / park.BUNDLE / "tokenizer").is_dir()
+    assert not (tree / park.BUNDLE / "t5" / "model.safetensors").exists()
+    assert (tree / park.BUNDLE / "t5" / "tokenizer.json").is_file()  # the stages' configs read it
     started = on_device(tree, "start", "--folder", str(folder), "--run-dir", str(run_dir), "--check-imports",
                         *[a for s in [*TINY, *RUNNING] for a in ("--set", s)])  # the prepared plan
     assert started.returncode == 0, started.stderr[-3000:]

@@ -370,23 +370,19 @@ def test_ship_replaces_the_weights_and_keeps_the_bundles_run_time_steps(tmp_path
     assert "keep_bias" not in json.loads((tmp_path / "new" / "config.json").read_text())
 
 
-def test_ship_writes_no_second_copy_of_the_bundles_tokenizer(tmp_path, tokenizer_dir):
-    """A model shipped into a bundle whose tokenizer/ holds the same tokenizer reads that one; with
-    another tokenizer it keeps its own."""
-    from editspec.modeling.loading import DEFAULT_MODEL
+def test_ship_writes_each_model_s_tokenizer_beside_it(tmp_path, tokenizer_dir):
+    """A shipped folder is a whole checkpoint (issue 71): its tokenizer is written beside the weights
+    even where the bundle's tokenizer/ holds the same one, and transformers reads it from there."""
+    from transformers import AutoTokenizer
 
-    for name, tok_dir in (("same", tokenizer_dir), ("other", DEFAULT_MODEL / "tokenizer")):
-        tok = load_tokenizer(tok_dir)
-        T5ForConditionalGeneration(T5Config(vocab_size=len(tok), d_model=16, d_kv=4, d_ff=32, num_layers=1,
-                                            num_decoder_layers=1, num_heads=2)).save_pretrained(tmp_path / name)
-        tok.save_pretrained(tmp_path / name)
+    tok = load_tokenizer(tokenizer_dir)
+    T5ForConditionalGeneration(T5Config(vocab_size=len(tok), d_model=16, d_kv=4, d_ff=32, num_layers=1,
+                                        num_decoder_layers=1, num_heads=2)).save_pretrained(tmp_path / "src")
+    tok.save_pretrained(tmp_path / "src")
     shutil.copytree(tokenizer_dir, tmp_path / "bundle" / "tokenizer")
-    ship.ship(tmp_path / "same", tmp_path / "bundle" / "t5")
-    ship.ship(tmp_path / "other", tmp_path / "bundle" / "edit5")  # any model directory: its tokenizer differs
-    assert not any((tmp_path / "bundle" / "t5" / f).exists() for f in TOKENIZER_FILES)
-    assert len(load_tokenizer(tmp_path / "bundle" / "t5")) == len(load_tokenizer(tokenizer_dir))
-    assert all((tmp_path / "bundle" / "edit5" / f).is_file() for f in TOKENIZER_FILES)
-    assert len(load_tokenizer(tmp_path / "bundle" / "edit5")) == len(load_tokenizer(DEFAULT_MODEL / "tokenizer"))
+    ship.ship(tmp_path / "src", tmp_path / "bundle" / "t5")
+    assert all((tmp_path / "bundle" / "t5" / f).is_file() for f in TOKENIZER_FILES)
+    assert AutoTokenizer.from_pretrained(str(tmp_path / "bundle" / "t5")).get_vocab() == tok.get_vocab()
 
 
 def test_fit_schedule_ends_the_decay_with_the_time_budget():

@@ -1,9 +1,10 @@
 """What a lease's call does not need stays here while the call travels.
 
 A device call carries the working tree: tracked files, and untracked ones git does not ignore
-(64 MiB in all). The shipped bundle's models (``editspec/models/default/{t5,edit5}``, 57 MiB) are
-tracked, so they left room for only ~30k Wikipedia sentences; its tokenizer and corrector config
-(1.4 MiB) travel, since the stages' configs and ``collect`` read them. A plan that ships the
+(64 MiB in all). The shipped bundle's weights (``editspec/models/default/{t5,edit5}/model.safetensors``,
+52 MiB) are tracked, so they left room for only ~30k Wikipedia sentences; the rest of the bundle (its
+models' configs and tokenizers, each folder's own, and the corrector config; 3 MiB) travels, since the
+stages' configs and ``collect`` read them. A plan that ships the
 bundle as it is (EdiT5 heads on the shipped T5) needs the bundle there but not the continuation
 checkpoint. ``reports/`` never travels: the device reads none of it. Parked, a path is out of
 the index and ignored (``.git/info/exclude``): its files stay on disk, untouched, and do not
@@ -21,7 +22,7 @@ from editspec.errors import EditspecError
 from training.lease.plan import REPO_ROOT
 
 BUNDLE = "editspec/models/default"
-BUNDLE_MODELS = (f"{BUNDLE}/t5", f"{BUNDLE}/edit5")
+BUNDLE_MODELS = (f"{BUNDLE}/t5/model.safetensors", f"{BUNDLE}/edit5/model.safetensors")  # the weights
 REPORTS = "reports"  # decision records and profiles (2 MiB, ~46k Wikipedia sentences): nothing on the device reads them
 CONTINUATION = "training/continuation"
 COMMENT = "# parked by training.lease (unpark: python -m training.lease unpark)\n"
@@ -55,7 +56,7 @@ def parked(root: Path = REPO_ROOT) -> list[str]:
 
 
 def exclude_lines(paths: Sequence[str]) -> list[str]:
-    return [COMMENT, *(f"/{p}/\n" for p in paths)]
+    return [COMMENT, *(f"/{p}\n" for p in paths)]  # a file or a folder
 
 
 def park(root: Path = REPO_ROOT, paths: Sequence[str] = BUNDLE_MODELS) -> None:
