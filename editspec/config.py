@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from editspec.errors import EditspecError
@@ -26,6 +27,33 @@ from editspec.modes import CORRECTOR
 
 CONFIG_NAME = "corrector_config.json"
 QUANTIZATIONS = ("int8",)  # --quantize (editspec.modeling.quantization)
+LEVELS = ("default", "picky")  # LanguageTool's level parameter; --level
+
+
+@dataclass(frozen=True)
+class Level:
+    """What a level changes (``CorrectorConfig.levels``; all 0: the bundle's plain settings).
+
+    copy_penalty     subtracted from the logit of the token that copies the source, at every step
+                     of the T5's greedy decode: the model writes its second choice where it was
+                     nearly as sure of it (``decoding.core``); T5 modes only
+    rescore_margin   rescoring keeps an edit that costs up to this many nats of log P (0: only
+                     edits that do not lower it)
+    min_confidence   an edit less sure than this is left as written (``editspec.confidence``)
+    """
+
+    name: str = "default"
+    copy_penalty: float = 0.0
+    rescore_margin: float = 0.0
+    min_confidence: float = 0.0
+
+    def __post_init__(self) -> None:
+        for key in ("copy_penalty", "rescore_margin", "min_confidence"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise EditspecError(f"level {self.name}: {key} must be a number >= 0, not {value!r}")
+        if self.min_confidence > 1:
+            raise EditspecError(f"level {self.name}: min_confidence must be at most 1")
 
 
 @dataclass(frozen=True)
@@ -40,6 +68,11 @@ class CorrectorConfig:
     rescore         keep an edit only if the output model scores the output at least as high
                     with it (``editspec.decoding.rescoring``)
     prefix          text put before every T5 input ("grammar: "), as some T5 checkpoints expect
+    level           the level a call runs at when it names none: "default" or "picky"
+    levels          each level's settings (``Level``), by name; a level not here: none can be asked
+                    for, except "default" (the plain settings)
+    confidence      per output model ("t5", "edit5"), [scale, bias] of the edits' confidence
+                    (``editspec.confidence.Calibration``); none: sigmoid of the margin
     """
 
     mode: str | None = None
@@ -48,6 +81,9 @@ class CorrectorConfig:
     spelling: bool = False
     rescore: bool = False
     prefix: str = ""
+    level: str = "default"
+    levels: dict = field(default_factory=dict)
+    confidence: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.mode is not None and self.mode not in CORRECTOR:  # ``editspec.modes``: the one table
@@ -61,6 +97,35 @@ class CorrectorConfig:
             raise EditspecError("max edit words must be 0 (no guard) or more")
         if self.rounds < 1:
             raise EditspecError("rounds must be 1 or more")
+        if not isinstance(self.levels, dict) or not isinstance(self.confidence, dict):
+            raise EditspecError("levels and confidence must be JSON objects")
+        for name, values in self.levels.items():
+            if name not in LEVELS:
+                raise EditspecError(f"unknown level {name!r} in levels; choose from {', '.join(LEVELS)}")
+            if not isinstance(values, dict):
+                raise EditspecError(f"levels.{name} must be a JSON object")
+            try:
+                Level(name, **values)
+            except TypeError as e:
+                raise EditspecError(f"levels.{name}: {e}") from None
+        for kind, pair in self.confidence.items():
+            if kind not in ("t5", "edit5") or not (isinstance(pair, list) and len(pair) == 2 and all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) for v in pair)):
+                raise EditspecError(f"confidence.{kind} must be [scale, bias] of the t5 or edit5 model")
+        self.level_settings(self.level)
+
+    def level_settings(self, name: str | None = None) -> Level:
+        """The settings of level ``name`` (None: ``level``); one line of error for a level that is
+        unknown or that these models have no settings for."""
+        name = self.level if name is None else name
+        if name not in LEVELS:
+            raise EditspecError(f"unknown level {name!r}; choose one of {', '.join(LEVELS)}")
+        if name not in self.levels:
+            if name == "default":
+                return Level()
+            raise EditspecError(f"level {name}: these models have no settings for it "
+                                f"(corrector_config.json \"levels\" has {', '.join(self.levels) or 'none'})")
+        return Level(name, **self.levels[name])
 
     def replace(self, **changes) -> CorrectorConfig:
         """A copy with the changes that are not None (unset arguments keep the stored value)."""

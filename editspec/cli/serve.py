@@ -96,7 +96,7 @@ def run_serve(args) -> int:
             "max_sentence_chars": args.max_sentence_chars, "header_timeout": args.header_timeout,
             "body_timeout": args.body_timeout}
     hosts = None if args.allow_host is None else ["localhost", "127.0.0.1", "[::1]", *args.allow_host]
-    app = create_app(corrector.correct_detailed, info=info, max_chars=args.max_chars,
+    app = create_app(corrector.correct_detailed, info=info, max_chars=args.max_chars, levels=levels(corrector),
                      max_batch=args.max_batch, max_wait=args.batch_wait_ms / 1000,
                      max_sentence_chars=args.max_sentence_chars, allow_hosts=hosts,
                      allow_origins=args.allow_origin or (), body_timeout=args.body_timeout)
@@ -110,6 +110,21 @@ def run_serve(args) -> int:
     sockets = [reuse_port_socket(args.host, args.port, args.backlog)] if args.reuse_port else None
     Server(config, on_exit=lambda: app.state.shutdown.begin(args.graceful_timeout)).run(sockets=sockets)
     return 0
+
+
+def levels(corrector) -> list[str]:
+    """The levels a request may ask for: the corrector's own first, then each other it can run."""
+    from editspec.config import LEVELS
+    from editspec.errors import EditspecError
+
+    out = [corrector.level]
+    for name in LEVELS:
+        try:
+            if name not in out and corrector.level_of(name):
+                out.append(name)
+        except EditspecError:
+            pass
+    return out
 
 
 def reuse_port_socket(host: str, port: int, backlog: int) -> socket.socket:
