@@ -71,7 +71,8 @@ class CorrectorConfig:
     level           the level a call runs at when it names none: "default" or "picky"
     levels          each level's settings (``Level``), by name; a level not here: none can be asked
                     for, except "default" (the plain settings)
-    confidence      per output model ("t5", "edit5"), [scale, bias] of the edits' confidence
+    confidence      per output model ("t5", "edit5"), how an edit's margin becomes its confidence:
+                    [[margin, confidence], ...] knots or [scale, bias] of a sigmoid
                     (``editspec.confidence.Calibration``); none: sigmoid of the margin
     """
 
@@ -108,10 +109,15 @@ class CorrectorConfig:
                 Level(name, **values)
             except TypeError as e:
                 raise EditspecError(f"levels.{name}: {e}") from None
-        for kind, pair in self.confidence.items():
-            if kind not in ("t5", "edit5") or not (isinstance(pair, list) and len(pair) == 2 and all(
-                    isinstance(v, (int, float)) and not isinstance(v, bool) for v in pair)):
-                raise EditspecError(f"confidence.{kind} must be [scale, bias] of the t5 or edit5 model")
+        number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        for kind, value in self.confidence.items():
+            pair = isinstance(value, list) and len(value) == 2 and all(map(number, value))
+            knots = isinstance(value, list) and len(value) > 0 and all(
+                isinstance(k, list) and len(k) == 2 and all(map(number, k)) and 0 <= k[1] <= 1 for k in value) and all(
+                a[0] < b[0] and a[1] <= b[1] for a, b in zip(value, value[1:]))
+            if kind not in ("t5", "edit5") or not (pair or knots):
+                raise EditspecError(f"confidence.{kind} must be [scale, bias] or [[margin, confidence], ...] "
+                                    f"(margins rising, confidences in [0, 1] not falling) of the t5 or edit5 model")
         self.level_settings(self.level)
 
     def level_settings(self, name: str | None = None) -> Level:

@@ -213,7 +213,7 @@ class Corrector:
     @property
     def calibration(self) -> confidence.Calibration:
         """How the output model's margins become confidences (``editspec.confidence``)."""
-        return confidence.Calibration(*self.calibrations.get(self.output_kind, (1.0, 0.0)))
+        return confidence.Calibration.of(self.calibrations.get(self.output_kind))
 
     @property
     def device(self) -> torch.device:
@@ -311,12 +311,27 @@ class Corrector:
                 rows[1].extend(texts)
         scores: list[float | None] = []
         for at in range(0, len(rows[1]), rescoring.GROUP):
-            scores += score(rows[0][at:at + rescoring.GROUP], rows[1][at:at + rescoring.GROUP])
+            scores += self._score_each(score, rows[0][at:at + rescoring.GROUP], rows[1][at:at + rescoring.GROUP])
         out: list[Correction | None] = [None] * len(units)
         calibrate = self.calibration
         for i, c, at, n in plan:
             out[i] = confidence.with_confidence(c, [calibrate(m) for m in confidence.margins(scores[at:at + n])])
         return out
+
+    @staticmethod
+    def _score_each(score: rescoring.Scorer, sources: Sequence[str], targets: Sequence[str]) -> list[float | None]:
+        """``score``'s values; where a pair cannot be scored (an EdiT5 whose order positions a
+        variant outgrows), that pair's is None and the others are scored one by one."""
+        try:
+            return score(sources, targets)
+        except ValueError:
+            out: list[float | None] = []
+            for pair in zip(sources, targets):
+                try:
+                    out += score([pair[0]], [pair[1]])
+                except ValueError:
+                    out.append(None)
+            return out
 
     @staticmethod
     def keep_sure(units: Sequence[str], outputs: Sequence[str], scored: Sequence[Correction | None],

@@ -12,8 +12,8 @@ of a dev set: keep it out of the repository). The calibration used while decodin
 ``sigmoid(0.01 * margin)``, so the margin is read back from the 4-place confidence to +-0.04 nats.
 
 ``fit``: each edit is scored alone (the source with only that edit made, ERRANT against the gold:
-its share of true positives is its label) and a logistic regression of the label on the margin
-gives the calibration's [scale, bias]; ``--write`` stores it in MODEL_DIR/corrector_config.json.
+its share of true positives is its label) and an isotonic regression of the label on the margin
+gives the calibration's knots; ``--write`` stores them in MODEL_DIR/corrector_config.json.
 ``bins``: the same labels by bin of the calibrated confidence: count, mean confidence, precision,
 and the expected calibration error (ECE, edges 0, 0.1, ..., 1). ``sweep``: ERRANT P/R/F0.5 of the
 whole set with only the edits at or above each threshold made (a level's ``min_confidence``).
@@ -72,8 +72,19 @@ def load(path):
     return rows
 
 
-def labels(rows, m2_path) -> list[tuple[float, float]]:
-    """(margin, share of the edit's ERRANT edits that are true positives) per edit, each scored alone."""
+def labels(rows, m2_path, cache: str | None = None) -> list[tuple[float, float]]:
+    """(margin, share of the edit's ERRANT edits that are true positives) per edit, each scored
+    alone (kept in ``cache``.labels.json: the decode's cache file, beside it)."""
+    kept = Path(f"{cache}.labels.json") if cache else None
+    if kept is not None and kept.is_file() and kept.stat().st_mtime >= Path(cache).stat().st_mtime:
+        return [tuple(p) for p in json.loads(kept.read_text())]
+    out = _labels(rows, m2_path)
+    if kept is not None:
+        kept.write_text(json.dumps(out))
+    return out
+
+
+def _labels(rows, m2_path) -> list[tuple[float, float]]:
     from editspec.data import m2
     from editspec.evaluation.errant import ErrantEvaluator
 
@@ -89,27 +100,32 @@ def labels(rows, m2_path) -> list[tuple[float, float]]:
 
 
 def fit(args) -> None:
+    """Isotonic regression of the labels on the margin, over groups of ``--group`` edits of
+    neighbouring margins (a group's median margin, its mean label): knots of ``Calibration``."""
     import numpy as np
-    from scipy.optimize import minimize
+    from scipy.optimize import isotonic_regression
 
-    pairs = labels(load(args.cache), args.m2)
-    x = np.clip(np.array([m for m, _ in pairs]), -50, 50)
-    y = np.array([v for _, v in pairs])
-
-    def loss(w):
-        z = w[0] * x + w[1]
-        return float(np.sum(np.logaddexp(0, z) - y * z))
-
-    w = minimize(loss, [0.1, 0.0], method="Nelder-Mead", options={"xatol": 1e-6, "fatol": 1e-6}).x
-    scale, bias = round(float(w[0]), 5), round(float(w[1]), 5)
-    print(json.dumps({"edits": len(pairs), "precision": round(float(y.mean()), 4), "scale": scale, "bias": bias}))
+    pairs = sorted(labels(load(args.cache), args.m2, args.cache))
+    groups = [pairs[k:k + args.group] for k in range(0, len(pairs), args.group)]
+    if len(groups) > 1 and len(groups[-1]) < args.group // 2:  # a short last group joins the one before
+        groups[-2:] = [groups[-2] + groups[-1]]
+    margins = [float(np.median([m for m, _ in g])) for g in groups]
+    means = np.array([sum(v for _, v in g) / len(g) for g in groups])
+    fitted = isotonic_regression(means, weights=np.array([len(g) for g in groups], float), increasing=True).x
+    knots = []
+    for m, c in zip(margins, fitted):
+        if knots and m <= knots[-1][0]:
+            knots[-1][1] = round(float(c), 4)
+        else:
+            knots.append([round(m, 2), round(float(c), 4)])
+    print(json.dumps({"edits": len(pairs), "precision": round(sum(v for _, v in pairs) / len(pairs), 4),
+                      "knots": knots}))
     if args.write:
         from editspec.config import CorrectorConfig
         import dataclasses
 
         config = CorrectorConfig.from_pretrained(args.write)
-        kind = args.kind
-        config = dataclasses.replace(config, confidence={**config.confidence, kind: [scale, bias]})
+        config = dataclasses.replace(config, confidence={**config.confidence, args.kind: knots})
         print(f"wrote {config.save_pretrained(args.write)}", file=sys.stderr)
 
 
@@ -119,9 +135,9 @@ EDGES = [k / 10 for k in range(11)]
 def bins(args) -> None:
     from editspec.config import CorrectorConfig
 
-    pairs = labels(load(args.cache), args.m2)
+    pairs = labels(load(args.cache), args.m2, args.cache)
     config = CorrectorConfig.from_pretrained(args.model)
-    calibrate = Calibration(*config.confidence.get(args.kind, (1.0, 0.0)))
+    calibrate = Calibration.of(config.confidence.get(args.kind))
     table = []
     total, ece = len(pairs), 0.0
     for lo, hi in zip(EDGES, EDGES[1:]):
@@ -134,7 +150,7 @@ def bins(args) -> None:
         ece += len(inside) / total * abs(conf - prec)
         table.append({"bin": [lo, hi], "edits": len(inside), "confidence": round(conf, 4), "precision": round(prec, 4)})
     report = {"cache": str(args.cache), "m2": str(args.m2), "edits": total, "ece": round(ece, 4), "bins": table,
-              "calibration": [calibrate.scale, calibrate.bias]}
+              "calibration": [list(k) for k in calibrate.knots] or [calibrate.scale, calibrate.bias]}
     print(json.dumps(report, indent=1))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
@@ -165,7 +181,7 @@ def sweep(args) -> None:
     from editspec.evaluation.errant import ErrantEvaluator
 
     rows = load(args.cache)
-    calibrate = Calibration(*CorrectorConfig.from_pretrained(args.model).confidence.get(args.kind, (1.0, 0.0)))
+    calibrate = Calibration.of(CorrectorConfig.from_pretrained(args.model).confidence.get(args.kind))
     evaluator = ErrantEvaluator.from_m2(args.m2, limit=len(rows))
     out = []
     for t in args.thresholds:
@@ -195,7 +211,7 @@ def main() -> None:
         q.add_argument("--model", default=str(Path(__file__).resolve().parent.parent / "editspec/models/default"))
         q.add_argument("--kind", default="t5")
         if name == "fit":
-            q.add_argument("--write")
+            q.add_argument("--write"), q.add_argument("--group", type=int, default=80)
         if name == "bins":
             q.add_argument("--json"), q.add_argument("--plot"), q.add_argument("--label")
         if name == "sweep":

@@ -5,6 +5,8 @@
                {"start": 4, "end": 6, "original": "go", "correction": "goes", "type": "R:VERB:SVA",
                 "rule": "EDITSPEC_R_VERB_SVA", "message": "Possible subject–verb agreement error"}]}]}
     POST /v2/check    language=en-US&text=She go home.   (LanguageTool's form; see languagetool.py)
+    level             "default" or "picky" (/v1: a field; /v2: LanguageTool's parameter): picky where
+                      the models have its settings (``editspec serve`` offers every level they can run)
     GET  /v2/languages, GET /health, GET / (the page)
 
 Every text goes through one ``Batcher`` around one ``Corrector``: ``correct_detailed`` on the
@@ -90,14 +92,18 @@ def edit_dict(edit, error_type: str) -> dict:
             "confidence": edit.confidence}
 
 
-def level_of(request: Request, value) -> str:
-    """The level a request asks for (None or "": the server's default); 400 for another."""
+def level_of(request: Request, value, strict: bool = True) -> str:
+    """The level a request asks for (None or "": the server's default); 400 for an unknown one, and
+    for one these models cannot run when ``strict`` (else the default: LanguageTool's clients send
+    level=picky to any server, and LanguageTool answers it with what it has)."""
     levels = request.app.state.batchers
     if value is None or value == "":
         return next(iter(levels))
     if not isinstance(value, str) or value not in LEVELS:
         raise HTTPError(400, f"unknown level {value!r}: use default or picky")
     if value not in levels:
+        if not strict:
+            return next(iter(levels))
         raise HTTPError(400, f"level {value} is not available: this server's models have no settings for it")
     return value
 
@@ -220,7 +226,7 @@ async def check_v2(request: Request) -> Response:
         code, name = languagetool.language(params.get("language"))
         doc = languagetool.document(params.get("text"), params.get("data"))
         options = languagetool.Options.from_params(params)
-        level = level_of(request, params.get("level"))
+        level = level_of(request, params.get("level"), strict=False)
     except RecursionError:
         raise HTTPError(400, "'data' is JSON nested too deep")
     except EditspecError as e:
