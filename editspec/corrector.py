@@ -253,11 +253,15 @@ class Corrector:
         return self._correct(texts, progress, level, detailed=False)[0]
 
     def correct_detailed(self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
-                         types: bool = False, level: str | None = None) -> list[Correction]:
+                         types: bool = False, level: str | None = None, alternatives: int = 0) -> list[Correction]:
         """Like ``correct``, with each change as character offsets into the input text, whole words
         ("don't" -> "didn't"), each with its confidence (``editspec.confidence``); with
         ``types``, each edit's ERRANT error type and message too (``error_types.typed``: spaCy
-        parses the texts with edits, so it costs a second to load and a few ms a text)."""
+        parses the texts with edits, so it costs a second to load and a few ms a text).
+        ``alternatives``: up to that many other replacements per edit from the T5's beam n-best
+        (``nbest.alternatives``; a beam search of ``nbest.ALTERNATIVES`` beams besides the correction)."""
+        if alternatives and self.bundle.t5 is None:
+            raise EditspecError("alternatives come from the T5's beam search: this corrector has no T5 (mode edit5)")
         outputs, spans, scored = self._correct(texts, progress, level, detailed=True)
         with self.timings("diff"):
             corrections = []
@@ -267,6 +271,16 @@ class Corrector:
                 shown = Correction.shown(text, out)
                 edits = confidence.spread(shown.edits, [(a, e) for a, c in units if c is not None for e in c.edits])
                 corrections.append(Correction(text, out, edits))
+        if alternatives:
+            from editspec import nbest
+
+            with self.timings("alternatives"):
+                changed = [k for k, c in enumerate(corrections) if c.edits]
+                found = nbest.alternatives([corrections[k] for k in changed],
+                                           nbest.line_hypotheses(self, [texts[k] for k in changed], nbest.ALTERNATIVES),
+                                           alternatives)
+                for k, c in zip(changed, found):
+                    corrections[k] = c
         if not types:
             return corrections
         with self.timings("types"):

@@ -144,3 +144,48 @@ def test_jsonl_and_diff_show_whole_words_and_confidence(capsys):
     assert 0 <= record["edits"][0]["confidence"] <= 1
     rc = cli.main(["correct", "--text", "He don't like apples.", "--format", "diff", "--no-progress", "--threads", "1"])
     assert rc == 0 and "[-don't-]{+" in capsys.readouterr().out
+
+
+def test_alternatives_come_from_the_n_best_at_the_edit_s_span(shipped):
+    from editspec.nbest import ALTERNATIVES, alternatives, line_hypotheses
+    texts = ["She have two brothers.", "My brother go to work every day.", "It is fine."]
+    found = shipped.correct_detailed(texts, alternatives=2, level="picky")
+    hyps = line_hypotheses(shipped, texts, ALTERNATIVES)
+    assert sum(len(e.alternatives) for c in found for e in c.edits) >= 2  # "had", "went": the beams have them
+    for c, h in zip(found, hyps):
+        for e in c.edits:
+            assert len(e.alternatives) <= 2 and e.correction not in e.alternatives
+            for alt in e.alternatives:  # a hypothesis has exactly this at the span
+                assert any(text == c.input[:e.start] + alt + c.input[e.end:] or alt in text for text, _ in h)
+    # the rule on made-up lists: inside the span, not beyond it; no lost-place repeats
+    c = Correction("I go home.", "I went home.", [Edit(2, 4, "go", "went")])
+    [got] = alternatives([c], [[("I went home.", 0), ("I go home now.", -1), ("I goes home.", -2),
+                                ("I going going home.", -3), ("I will go home.", -4)]])
+    assert got.edits[0].alternatives == ("goes",)
+
+
+def test_jsonl_alternatives_only_when_asked(capsys):
+    rc = cli.main(["correct", "--text", "She have two brothers.", "--format", "jsonl", "--no-progress", "--threads", "1",
+                   "--alternatives"])
+    [edit] = json.loads(capsys.readouterr().out)["edits"]
+    assert rc == 0 and edit["correction"] == "has" and edit["alternatives"] == ["had"]
+    rc = cli.main(["correct", "--text", "She have two brothers.", "--format", "jsonl", "--no-progress", "--threads", "1"])
+    assert rc == 0 and "alternatives" not in json.loads(capsys.readouterr().out)["edits"][0]
+    rc = cli.main(["correct", "--text", "x", "--alternatives"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--alternatives is for --format jsonl" in err and len(err.strip().splitlines()) == 1
+
+
+def test_languagetool_replacements_list_the_alternatives():
+    from editspec.serve import languagetool
+
+    text = "She have two brothers."
+    doc = languagetool.document(text, None)
+    c = Correction(text, "She has two brothers.", [Edit(4, 8, "have", "has", confidence=0.4, alternatives=("had",))])
+    [m] = languagetool.matches(doc, c, ["R:VERB:SVA"], [(0, len(text))], languagetool.Options.from_params({}))
+    assert [r["value"] for r in m["replacements"]] == ["has", "had"] and m["confidence"] == 0.4
+    # an insertion widened over the next word carries its alternatives along
+    c = Correction("go school", "go to school", [Edit(3, 3, "", "to ", alternatives=("at ",))])
+    [m] = languagetool.matches(languagetool.document("go school", None), c, ["M:PREP"], [(0, 9)],
+                               languagetool.Options.from_params({}))
+    assert [r["value"] for r in m["replacements"]] == ["to school", "at school"]

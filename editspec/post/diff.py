@@ -43,6 +43,8 @@ class Edit:
     # how sure the model is of this edit, in [0, 1] (``editspec.confidence``): the output model's
     # log P of the output against the output with this edit undone, calibrated on FCE dev
     confidence: float | None = None
+    # other replacements of the same span from the T5's beam n-best, best first (``editspec.nbest.alternatives``)
+    alternatives: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,17 @@ class Correction:
         return cls(text, output, diff(text, output, words=True))
 
     def as_dict(self) -> dict:
-        return {"input": self.input, "output": self.output, "edits": [asdict(e) for e in self.edits]}
+        return {"input": self.input, "output": self.output, "edits": [edit_dict(e) for e in self.edits]}
+
+
+def edit_dict(e: Edit) -> dict:
+    """An edit as JSON holds it (``alternatives`` only where they were asked for)."""
+    out = asdict(e)
+    if e.alternatives is None:
+        del out["alternatives"]
+    else:
+        out["alternatives"] = list(e.alternatives)
+    return out
 
 
 _WORDS = re.compile(r"\s+|\w+|[^\w\s]")

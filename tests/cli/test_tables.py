@@ -58,9 +58,9 @@ def check(out_rows: list[dict], in_rows: list[dict], bundle):
             continue
         c = next(expected)
         assert got["corrected"] == c.output
-        edits = [Edit(e["start"], e["end"], e["original"], e["correction"]) for e in got["edits"]]
+        edits = [Edit(e["start"], e["end"], e["original"], e["correction"], confidence=e["confidence"]) for e in got["edits"]]
         assert edits == c.edits and apply(got["text"], edits) == got["corrected"]
-        assert all(e["type"] and e["message"] for e in got["edits"])
+        assert all(e["type"] and e["message"] and 0 <= e["confidence"] <= 1 for e in got["edits"])
     assert any(r["edits"] for r in out_rows)  # the random model edits: the test can fail
 
 
