@@ -372,7 +372,9 @@ class Corrector:
     def _cached(score: rescoring.Scorer, cache: dict) -> rescoring.Scorer:
         """``score`` that keeps each (source, target) pair's score in ``cache`` and asks only for new ones."""
         def cached(sources: Sequence[str], targets: Sequence[str]) -> list[float | None]:
-            todo = list(dict.fromkeys(p for p in zip(sources, targets) if p not in cache))
+            # every pair not kept yet, repeats too: rescoring's call is the one it made before (in
+            # bf16 a pass's numbers can depend on the rows beside it)
+            todo = [p for p in zip(sources, targets) if p not in cache]
             if todo:
                 cache.update(zip(todo, score([s for s, _ in todo], [t for _, t in todo])))
             return [cache[p] for p in zip(sources, targets)]
