@@ -16,7 +16,8 @@ its share of true positives is its label) and an isotonic regression of the labe
 gives the calibration's knots; ``--write`` stores them in MODEL_DIR/corrector_config.json.
 ``bins``: the same labels by bin of the calibrated confidence: count, mean confidence, precision,
 and the expected calibration error (ECE, edges 0, 0.1, ..., 1). ``sweep``: ERRANT P/R/F0.5 of the
-whole set with only the edits at or above each threshold made (a level's ``min_confidence``).
+whole set with only the edits at or above each threshold made (a level's ``min_confidence``; with
+``--margins``, of the raw margin: rescoring's margin, -``rescore_margin``).
 """
 
 from __future__ import annotations
@@ -176,6 +177,25 @@ def plot(reports, out) -> None:
     fig.savefig(out, dpi=110)
 
 
+def pr_plot(curves, out) -> None:
+    """Precision-recall curves: ``curves`` is [(label, [(recall, precision, note or "")])]."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    for label, points in curves:
+        line, = ax.plot([r for r, _, _ in points], [p for _, p, _ in points], "o-", label=label, markersize=3)
+        for r, p, note in points:
+            if note:
+                ax.plot([r], [p], "*", markersize=12, color=line.get_color())
+                ax.annotate(note, (r, p), textcoords="offset points", xytext=(5, 5), fontsize=8)
+    ax.set_xlabel("recall (ERRANT)"), ax.set_ylabel("precision (ERRANT)")
+    ax.grid(alpha=.3), ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
 def sweep(args) -> None:
     from editspec.config import CorrectorConfig
     from editspec.evaluation.errant import ErrantEvaluator
@@ -185,7 +205,8 @@ def sweep(args) -> None:
     evaluator = ErrantEvaluator.from_m2(args.m2, limit=len(rows))
     out = []
     for t in args.thresholds:
-        hyps = [apply(r["source"], [e for e, m in r["edits"] if calibrate(m) >= t]) for r in rows]
+        value = (lambda m: m) if args.margins else calibrate
+        hyps = [apply(r["source"], [e for e, m in r["edits"] if value(m) >= t]) for r in rows]
         result = evaluator.score(hyps)
         p, r_, f = result.scores()
         out.append({"threshold": t, "precision": p, "recall": r_, "f0.5": f, "tp": result.tp, "fp": result.fp,
@@ -217,6 +238,7 @@ def main() -> None:
         if name == "sweep":
             q.add_argument("--thresholds", type=float, nargs="+", default=[0.0, 0.3, 0.4, 0.5, 0.6, 0.7])
             q.add_argument("--json"), q.add_argument("--save-hyp")
+            q.add_argument("--margins", action="store_true", help="thresholds on the raw margin (nats), not the confidence")
     args = p.parse_args()
     if args.cmd == "decode" and not (args.m2 or args.src):
         p.error("decode needs --m2 or --src")
