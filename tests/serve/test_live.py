@@ -98,7 +98,8 @@ class Browser:
         port = port_file.read_text().split()[0]
         pages = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json"))
         page = next(p for p in pages if p["type"] == "page")
-        self.ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=60)
+        # no Origin header: chromium 111+ refuses a DevTools connection from an origin it was not told of
+        self.ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=60, suppress_origin=True)
         self.next_id = 0
 
     def call(self, method: str, **params):
@@ -154,12 +155,13 @@ def test_page_in_headless_chromium(server, corrector):
             assert [m[2] for m in marks] == [e.confidence < 0.5 for e in want]  # a fainter underline when unsure
             # this server's models have no picky level: the menu offers none; asked anyway, the page says why
             assert browser.wait_for("document.querySelector('#level option[value=picky]').disabled && 'off'") == "off"
-            browser.eval("const l = document.getElementById('level'); l.options[1].disabled = false; l.value = 'picky';"
-                         "l.dispatchEvent(new Event('change'));")
+            browser.eval("{ const l = document.getElementById('level'); l.options[1].disabled = false; l.value = 'picky';"
+                         "l.dispatchEvent(new Event('change')); }")
             assert "level picky is not available" in browser.wait_for(
                 "document.getElementById('status').textContent.startsWith('error') && "
                 "document.getElementById('status').textContent")
-            browser.eval("const l = document.getElementById('level'); l.value = 'default'; l.dispatchEvent(new Event('change'));")
+            browser.eval("{ const l = document.getElementById('level'); l.value = 'default';"
+                         "l.dispatchEvent(new Event('change')); }")
             browser.wait_for("document.getElementById('status').textContent === '2 suggestions'")
             assert browser.eval("[...document.getElementById('view').childNodes].map("
                                 "n => n.nodeType === 3 ? n.textContent : n.firstChild.textContent).join('')") == text
