@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from editspec.errors import EditspecError
@@ -26,6 +27,33 @@ from editspec.modes import CORRECTOR
 
 CONFIG_NAME = "corrector_config.json"
 QUANTIZATIONS = ("int8",)  # --quantize (editspec.modeling.quantization)
+LEVELS = ("default", "picky")  # LanguageTool's level parameter; --level
+
+
+@dataclass(frozen=True)
+class Level:
+    """What a level changes (``CorrectorConfig.levels``; all 0: the bundle's plain settings).
+
+    copy_penalty     subtracted from the logit of the token that copies the source, at every step
+                     of the T5's greedy decode: the model writes its second choice where it was
+                     nearly as sure of it (``decoding.core``); T5 modes only
+    rescore_margin   rescoring keeps an edit that costs up to this many nats of log P (0: only
+                     edits that do not lower it)
+    min_confidence   an edit less sure than this is left as written (``editspec.confidence``)
+    """
+
+    name: str = "default"
+    copy_penalty: float = 0.0
+    rescore_margin: float = 0.0
+    min_confidence: float = 0.0
+
+    def __post_init__(self) -> None:
+        for key in ("copy_penalty", "rescore_margin", "min_confidence"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise EditspecError(f"level {self.name}: {key} must be a number >= 0, not {value!r}")
+        if self.min_confidence > 1:
+            raise EditspecError(f"level {self.name}: min_confidence must be at most 1")
 
 
 @dataclass(frozen=True)
@@ -40,6 +68,12 @@ class CorrectorConfig:
     rescore         keep an edit only if the output model scores the output at least as high
                     with it (``editspec.decoding.rescoring``)
     prefix          text put before every T5 input ("grammar: "), as some T5 checkpoints expect
+    level           the level a call runs at when it names none: "default" or "picky"
+    levels          each level's settings (``Level``), by name; a level not here: none can be asked
+                    for, except "default" (the plain settings)
+    confidence      per output model ("t5", "edit5"), how an edit's margin becomes its confidence:
+                    [[margin, confidence], ...] knots or [scale, bias] of a sigmoid
+                    (``editspec.confidence.Calibration``); none: sigmoid of the margin
     """
 
     mode: str | None = None
@@ -48,6 +82,9 @@ class CorrectorConfig:
     spelling: bool = False
     rescore: bool = False
     prefix: str = ""
+    level: str = "default"
+    levels: dict = field(default_factory=dict)
+    confidence: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.mode is not None and self.mode not in CORRECTOR:  # ``editspec.modes``: the one table
@@ -61,6 +98,40 @@ class CorrectorConfig:
             raise EditspecError("max edit words must be 0 (no guard) or more")
         if self.rounds < 1:
             raise EditspecError("rounds must be 1 or more")
+        if not isinstance(self.levels, dict) or not isinstance(self.confidence, dict):
+            raise EditspecError("levels and confidence must be JSON objects")
+        for name, values in self.levels.items():
+            if name not in LEVELS:
+                raise EditspecError(f"unknown level {name!r} in levels; choose from {', '.join(LEVELS)}")
+            if not isinstance(values, dict):
+                raise EditspecError(f"levels.{name} must be a JSON object")
+            try:
+                Level(name, **values)
+            except TypeError as e:
+                raise EditspecError(f"levels.{name}: {e}") from None
+        number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        for kind, value in self.confidence.items():
+            pair = isinstance(value, list) and len(value) == 2 and all(map(number, value))
+            knots = isinstance(value, list) and len(value) > 0 and all(
+                isinstance(k, list) and len(k) == 2 and all(map(number, k)) and 0 <= k[1] <= 1 for k in value) and all(
+                a[0] < b[0] and a[1] <= b[1] for a, b in zip(value, value[1:]))
+            if kind not in ("t5", "edit5") or not (pair or knots):
+                raise EditspecError(f"confidence.{kind} must be [scale, bias] or [[margin, confidence], ...] "
+                                    f"(margins rising, confidences in [0, 1] not falling) of the t5 or edit5 model")
+        self.level_settings(self.level)
+
+    def level_settings(self, name: str | None = None) -> Level:
+        """The settings of level ``name`` (None: ``level``); one line of error for a level that is
+        unknown or that these models have no settings for."""
+        name = self.level if name is None else name
+        if name not in LEVELS:
+            raise EditspecError(f"unknown level {name!r}; choose one of {', '.join(LEVELS)}")
+        if name not in self.levels:
+            if name == "default":
+                return Level()
+            raise EditspecError(f"level {name}: these models have no settings for it "
+                                f"(corrector_config.json \"levels\" has {', '.join(self.levels) or 'none'})")
+        return Level(name, **self.levels[name])
 
     def replace(self, **changes) -> CorrectorConfig:
         """A copy with the changes that are not None (unset arguments keep the stored value)."""
@@ -99,7 +170,8 @@ class LoadOptions:
 
     model           a bundle directory (``DIR/edit5``, ``DIR/t5``) or one checkpoint; None: the shipped bundle
     edit5, t5       a model of your own (a directory; a T5 may be a hub id), over ``model``'s
-    mode ... prefix the run-time settings (``CorrectorConfig``); None: the bundle's ``corrector_config.json``
+    mode ... level  the run-time settings (``CorrectorConfig``); None: the bundle's ``corrector_config.json``
+                    (level: "default" or "picky", the level a call runs at when it names none)
     device          cpu, cuda, cuda:1, ...; None: cuda if available
     dtype           float32 or bfloat16; None: bfloat16 on a CPU with bf16 units, else float32
     quantize        "int8" (CPU linears; lossy)
@@ -119,6 +191,7 @@ class LoadOptions:
     spelling: bool | None = None
     rescore: bool | None = None
     prefix: str | None = None
+    level: str | None = None
     device: object = None  # a str or a torch.device
     dtype: object = None  # a str or a torch.dtype
     quantize: str | None = None
@@ -146,4 +219,5 @@ class LoadOptions:
     @property
     def settings(self) -> dict:
         """The run-time settings given (``CorrectorConfig.replace``'s arguments; None: the stored one)."""
-        return {k: getattr(self, k) for k in ("mode", "max_edit_words", "rounds", "spelling", "rescore", "prefix")}
+        return {k: getattr(self, k) for k in ("mode", "max_edit_words", "rounds", "spelling", "rescore", "prefix",
+                                          "level")}

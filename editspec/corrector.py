@@ -62,9 +62,9 @@ from typing import Callable, Iterator, Sequence
 
 import torch
 
+from editspec import confidence, threads
 from editspec.bundle import KINDS, Bundle
-from editspec import threads
-from editspec.config import CorrectorConfig, LoadOptions
+from editspec.config import CorrectorConfig, Level, LoadOptions
 from editspec.decoding import drafters, rescoring, window
 from editspec.decoding.runners import RUNNERS, Edit5Runner, T5Runner, beam_settings
 from editspec.errors import EditspecError
@@ -72,7 +72,7 @@ from editspec.modeling import loading
 from editspec.modeling.loading import resolve_models, trained_length
 from editspec.post import error_types
 from editspec.pre import segment
-from editspec.post.diff import Correction
+from editspec.post.diff import Correction, apply
 from editspec.post.checks import guard, keep_unreadable, real_words
 from editspec.pre.spelling import load_speller, respell_all
 from editspec.timing import OFF
@@ -108,6 +108,8 @@ class Corrector:
         self.mode, self.batch_size = mode, batch_size
         self.max_edit_words, self.rounds, self.spelling = config.max_edit_words, config.rounds, config.spelling
         self.rescore, self.prefix = config.rescore, config.prefix
+        self.level, self.levels, self.calibrations = config.level, dict(config.levels), dict(config.confidence)
+        self.level_of(None)  # one line of error now for a level this mode cannot run
         self.timings = OFF  # a ``timing.Timings`` to see where the time goes (editspec profile --pipeline)
         # rescoring reads the T5 decode's own scores (``rescoring.Known``), in every dtype; False:
         # every pair forced (issue 71: in float32 each pair was forced, a third of a process on a
@@ -154,6 +156,8 @@ class Corrector:
         checkpoint of your own gives its raw output. Without a mode there, ``speculative`` when both
         models are present, else the one present. Torch's threads are chosen as the CLI chooses
         them (``LoadOptions.threads``), so a Python caller reads the pass costs the CLI measured.
+        ``level`` ("default" or "picky"): the level a call runs at when it names none (default: the
+        config's ``level``); the settings of each are the config's ``levels``.
         """
         options = (options or LoadOptions()).replace(**changes)
         if model is not None:
@@ -171,6 +175,8 @@ class Corrector:
             where = Path(t5_path if t5_path and (o.mode or "speculative") != "edit5" else edit5_path)
         config = CorrectorConfig.from_pretrained(where).replace(**o.settings)
         mode = config.mode or ("speculative" if edit5_path and t5_path else "edit5" if edit5_path else "t5")
+        if config.level_settings().copy_penalty and (mode == "edit5" or o.num_beams > 1):  # before the models load
+            raise EditspecError(f"level {config.level} needs the T5's greedy decode (mode t5 or speculative, no beam)")
         paths = {"edit5": edit5_path, "t5": t5_path}
         for kind in RUNNERS[mode].mode.needs:
             if paths[kind] is None:
@@ -184,7 +190,23 @@ class Corrector:
     @property
     def config(self) -> CorrectorConfig:
         """The run-time settings now in force (``save_pretrained`` stores them with a bundle)."""
-        return CorrectorConfig(self.mode, self.max_edit_words, self.rounds, self.spelling, self.rescore, self.prefix)
+        return CorrectorConfig(self.mode, self.max_edit_words, self.rounds, self.spelling, self.rescore, self.prefix,
+                               self.level, dict(self.levels), dict(self.calibrations))
+
+    def level_of(self, name: str | None) -> Level:
+        """The settings of level ``name`` (None: ``self.level``); one line of error for an unknown
+        level, one these models have no settings for, or one the mode cannot run."""
+        settings = self.config.level_settings(name)
+        if settings.copy_penalty and self.output_kind != "t5":
+            raise EditspecError(f"level {settings.name} needs the T5 (mode t5 or speculative), not mode {self.mode}")
+        if settings.copy_penalty and self.num_beams > 1:
+            raise EditspecError(f"level {settings.name} decodes greedily: it cannot be used with beam search")
+        return settings
+
+    @property
+    def calibration(self) -> confidence.Calibration:
+        """How the output model's margins become confidences (``editspec.confidence``)."""
+        return confidence.Calibration.of(self.calibrations.get(self.output_kind))
 
     @property
     def device(self) -> torch.device:
@@ -217,44 +239,154 @@ class Corrector:
             for slots in range(1, self.batch_size + 1):
                 window.pass_costs(self.bundle.t5, slots)
 
-    def correct(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> list[str]:
-        """Corrected texts, one per input text; spacing between and around sentences is kept."""
-        if isinstance(texts, str):
-            raise TypeError("correct() takes a list of texts, not one string")
-        memo: dict = {}  # each text tokenized once: segmenting's encodings serve the round's
-        with self.timings("segment"):
-            spans = segment.segment_lines(texts, self.limits, memo)
-            units = segment.unit_texts(texts, spans)
-            places = segment.places(texts, spans)
-        outputs = self.correct_units(units, progress, places, memo)
-        with self.timings("rejoin"):
-            return segment.rejoin_lines(texts, spans, outputs)
+    def correct(self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
+                level: str | None = None) -> list[str]:
+        """Corrected texts, one per input text; spacing between and around sentences is kept.
+        ``level``: "default" or "picky" (None: ``self.level``)."""
+        return self._correct(texts, progress, level, detailed=False)[0]
 
     def correct_detailed(self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
-                         types: bool = False) -> list[Correction]:
-        """Like ``correct``, with each change as character offsets into the input text; with
+                         types: bool = False, level: str | None = None, alternatives: int = 0) -> list[Correction]:
+        """Like ``correct``, with each change as character offsets into the input text, whole words
+        ("don't" -> "didn't"), each with its confidence (``editspec.confidence``); with
         ``types``, each edit's ERRANT error type and message too (``error_types.typed``: spaCy
-        parses the texts with edits, so it costs a second to load and a few ms a text)."""
-        outputs = self.correct(texts, progress)
+        parses the texts with edits, so it costs a second to load and a few ms a text).
+        ``alternatives``: up to that many other replacements per edit from the T5's beam n-best
+        (``nbest.alternatives``; a beam search of ``nbest.ALTERNATIVES`` beams besides the correction)."""
+        if alternatives and self.bundle.t5 is None:
+            raise EditspecError("alternatives come from the T5's beam search: this corrector has no T5 (mode edit5)")
+        outputs, spans, scored = self._correct(texts, progress, level, detailed=True)
         with self.timings("diff"):
-            corrections = [Correction.of(text, out) for text, out in zip(texts, outputs)]
+            corrections = []
+            it = iter(scored)
+            for text, out, line_spans in zip(texts, outputs, spans):
+                units = [(a, next(it)) for a, _ in line_spans]
+                shown = Correction.shown(text, out)
+                edits = confidence.spread(shown.edits, [(a, e) for a, c in units if c is not None for e in c.edits])
+                corrections.append(Correction(text, out, edits))
+        if alternatives:
+            from editspec import nbest
+
+            with self.timings("alternatives"):
+                changed = [k for k, c in enumerate(corrections) if c.edits]
+                found = nbest.alternatives([corrections[k] for k in changed],
+                                           nbest.line_hypotheses(self, [texts[k] for k in changed], nbest.ALTERNATIVES),
+                                           alternatives)
+                for k, c in zip(changed, found):
+                    corrections[k] = c
         if not types:
             return corrections
         with self.timings("types"):
             return error_types.typed(corrections)
 
+    def _correct(self, texts: Sequence[str], progress: Callable[[int], None] | None, level: str | None,
+                 detailed: bool) -> tuple[list[str], list, list[Correction | None]]:
+        """(outputs, each line's unit spans, each unit's scored correction or None): the chain, with
+        the confidences found where they are shown or a level's ``min_confidence`` needs them."""
+        if isinstance(texts, str):
+            raise TypeError("correct() takes a list of texts, not one string")
+        settings = self.level_of(level)
+        memo: dict = {}  # each text tokenized once: segmenting's encodings serve the round's
+        with self.timings("segment"):
+            spans = segment.segment_lines(texts, self.limits, memo)
+            units = segment.unit_texts(texts, spans)
+            places = segment.places(texts, spans)
+        trace: dict = {}
+        outputs = self.correct_units(units, progress, places, memo, settings, trace)
+        scored: list[Correction | None] = [None] * len(units)
+        if detailed or settings.min_confidence > 0:
+            with self.timings("confidence"):
+                scored = self.confidences(units, trace.get("spelled", units), outputs, trace.get("scores"))
+                if settings.min_confidence > 0:
+                    outputs, scored = self.keep_sure(units, outputs, scored, settings.min_confidence)
+        with self.timings("rejoin"):
+            return segment.rejoin_lines(texts, spans, outputs), spans, scored
+
+    def confidences(self, units: Sequence[str], read: Sequence[str], outputs: Sequence[str],
+                    cache: dict | None = None) -> list[Correction | None]:
+        """Each changed unit's correction (from the unit as written) with a confidence on each edit
+        (``editspec.confidence``): the output model's margin of the output over the output with
+        that edit undone, given ``read`` (the unit as the model read it, after spelling); None for
+        a unit left as written. ``cache``: scores the round's rescoring found already."""
+        score = self._cached(self.scorer(), {} if cache is None else cache)
+        plan, rows = [], ([], [])
+        for i, (unit, source, output) in enumerate(zip(units, read, outputs)):
+            if unit != output:
+                c, texts = confidence.variants(unit, output)
+                plan.append((i, c, len(rows[1]), len(texts)))
+                rows[0].extend([source] * len(texts))
+                rows[1].extend(texts)
+        scores: list[float | None] = []
+        for at in range(0, len(rows[1]), rescoring.GROUP):
+            scores += self._score_each(score, rows[0][at:at + rescoring.GROUP], rows[1][at:at + rescoring.GROUP])
+        out: list[Correction | None] = [None] * len(units)
+        calibrate = self.calibration
+        for i, c, at, n in plan:
+            out[i] = confidence.with_confidence(c, [calibrate(m) for m in confidence.margins(scores[at:at + n])])
+        return out
+
+    @staticmethod
+    def _score_each(score: rescoring.Scorer, sources: Sequence[str], targets: Sequence[str]) -> list[float | None]:
+        """``score``'s values; where a pair cannot be scored (an EdiT5 whose order positions a
+        variant outgrows), that pair's is None and the others are scored one by one."""
+        try:
+            return score(sources, targets)
+        except ValueError:
+            out: list[float | None] = []
+            for pair in zip(sources, targets):
+                try:
+                    out += score([pair[0]], [pair[1]])
+                except ValueError:
+                    out.append(None)
+            return out
+
+    @staticmethod
+    def keep_sure(units: Sequence[str], outputs: Sequence[str], scored: Sequence[Correction | None],
+                  threshold: float) -> tuple[list[str], list[Correction | None]]:
+        """The outputs with each edit less sure than ``threshold`` undone; a unit's edits that are
+        left keep their confidence (those the diff finds anew take the least sure of the kept)."""
+        outputs, scored = list(outputs), list(scored)
+        for i, c in enumerate(scored):
+            if c is None or all(e.confidence >= threshold for e in c.edits):
+                continue
+            kept = [e for e in c.edits if e.confidence >= threshold]
+            outputs[i] = apply(units[i], kept)
+            if not kept:
+                scored[i] = None
+                continue
+            known = {(e.start, e.end, e.original, e.correction): e.confidence for e in kept}
+            again = Correction.of(units[i], outputs[i])
+            least = min(known.values())
+            scored[i] = confidence.with_confidence(
+                again, [known.get((e.start, e.end, e.original, e.correction), least) for e in again.edits])
+        return outputs, scored
+
+    @staticmethod
+    def _cached(score: rescoring.Scorer, cache: dict) -> rescoring.Scorer:
+        """``score`` that keeps each (source, target) pair's score in ``cache`` and asks only for new ones."""
+        def cached(sources: Sequence[str], targets: Sequence[str]) -> list[float | None]:
+            # every pair not kept yet, repeats too: rescoring's call is the one it made before (in
+            # bf16 a pass's numbers can depend on the rows beside it)
+            todo = [p for p in zip(sources, targets) if p not in cache]
+            if todo:
+                cache.update(zip(todo, score([s for s, _ in todo], [t for _, t in todo])))
+            return [cache[p] for p in zip(sources, targets)]
+        return cached
+
     # -- the chain: units -> spelling -> rounds of (tokenize, decode, edits, checks, rescore) --
 
     def correct_units(self, units: Sequence[str], progress: Callable[[int], None] | None = None,
-                      places: Sequence[segment.Place] | None = None, memo: dict | None = None) -> list[str]:
+                      places: Sequence[segment.Place] | None = None, memo: dict | None = None,
+                      level: Level | None = None, trace: dict | None = None) -> list[str]:
         """The units after the last of ``rounds`` rounds (see ``correct_rounds``)."""
         out = list(units)
-        for out in self.correct_rounds(units, progress, places, memo):
+        for out in self.correct_rounds(units, progress, places, memo, level, trace):
             pass
         return out
 
     def correct_rounds(self, units: Sequence[str], progress: Callable[[int], None] | None = None,
-                       places: Sequence[segment.Place] | None = None, memo: dict | None = None) -> Iterator[list[str]]:
+                       places: Sequence[segment.Place] | None = None, memo: dict | None = None,
+                       level: Level | None = None, trace: dict | None = None) -> Iterator[list[str]]:
         """All units after each of the ``rounds`` rounds (after spelling, if on; ``places`` as in
         ``spelling.respell_all``, from ``segment.places``; ``memo``: encodings made already, as
         ``tokens.encode`` keeps them).
@@ -263,19 +395,26 @@ class Corrector:
         the rest cost nothing): a one-pass model often fixes an error only once the one beside
         it is fixed. The guard applies in each round (a unit it keeps is that round's input,
         respelled if ``spelling``: the dictionary does not lose its place). ``progress`` counts
-        the first round, which reads every unit.
+        the first round, which reads every unit. ``level``: its decode and rescoring settings
+        (None: ``self.level``'s). ``trace``, a dict: gets "spelled" (the units after spelling) and
+        "scores" (the last round's rescoring scores, by (source, target) text).
         """
+        level = self.level_of(None) if level is None else level
+        trace = {} if trace is None else trace
         self.timings.first_round()
         if self.spelling:
             with self.timings("spelling"):
                 units = respell_all(units, places)
+        trace["spelled"] = units
         out = list(units)
         todo = list(range(len(units)))
         memo = {} if memo is None else memo
         for round_ in range(self.rounds):
             if round_:
                 self.timings.next_round()
-            fixed = self.correct_round([out[i] for i in todo], progress if round_ == 0 else None, memo)
+            trace["scores"] = {}
+            fixed = self.correct_round([out[i] for i in todo], progress if round_ == 0 else None, memo,
+                                       level, trace["scores"])
             out, changed = list(out), []  # a new list: the one yielded before stays as it was
             for i, text in zip(todo, fixed):
                 if text != out[i]:
@@ -286,13 +425,16 @@ class Corrector:
         self.bundle.keep_draft_costs(self.batch_size)
 
     def correct_round(self, units: Sequence[str], progress: Callable[[int], None] | None = None,
-                      memo: dict | None = None) -> list[str]:
+                      memo: dict | None = None, level: Level | None = None, scores: dict | None = None) -> list[str]:
         """One round over ``units``: each tokenized once and decoded, its output's edits found
         once, then judged by the checks and rescoring in turn, each undoing those it finds wrong.
-        A unit some model cannot read whole (one character that NFKC makes many tokens) stays."""
+        A unit some model cannot read whole (one character that NFKC makes many tokens) stays.
+        ``level``: the copy penalty of the decode and rescoring's margin; ``scores``: gets
+        rescoring's scores by (source, target) text."""
+        level = self.level_of(None) if level is None else level
         encoded, order = self.tokenize(units, memo)
         known = rescoring.Known()  # the decode's own scores: rescoring reads them, no forced pass
-        changes = dict(self.decode_units(units, encoded, order, progress, known))
+        changes = dict(self.decode_units(units, encoded, order, progress, known, level.copy_penalty))
         with self.timings("edits"):
             changes = {i: Correction.of(units[i], text) for i, text in changes.items()}
         with self.timings("guard"):
@@ -300,7 +442,9 @@ class Corrector:
         if self.rescore:  # the output model undoes the edits it scores lower than their absence
             with self.timings("rescore"):
                 changed = [i for i in order if changes[i].edits]
-                for i, c in zip(changed, rescoring.rescore([changes[i] for i in changed], self.scorer(known))):
+                scorer = self._cached(self.scorer(known), {} if scores is None else scores)
+                for i, c in zip(changed, rescoring.rescore([changes[i] for i in changed], scorer,
+                                                           margin=level.rescore_margin)):
                     changes[i] = c
         return [changes[i].output if i in changes else unit for i, unit in enumerate(units)]
 
@@ -318,19 +462,20 @@ class Corrector:
         return encoded, sorted((i for i in range(len(units)) if fits[i]), key=lambda i: -len(encoded[i].ids))
 
     def decode_units(self, units: Sequence[str], encoded: Sequence[Encoded], order: Sequence[int],
-                     progress: Callable[[int], None] | None, known: rescoring.Known) -> Iterator[tuple[int, str]]:
+                     progress: Callable[[int], None] | None, known: rescoring.Known,
+                     copy_penalty: float = 0.0) -> Iterator[tuple[int, str]]:
         """(unit, the model's output text) for the units in ``order``: EdiT5 ``batch_size`` units at
         a time; T5 all of them through the core's ``batch_size`` slots, where a finished unit's
         slot takes the next waiting one at once. ``progress`` gets each unit's characters once done."""
         for batch in self._mode.batches(order, self.batch_size):
             each = progress is not None and self._mode.slotted  # progress as each unit is done
             done = (lambda k, batch=batch: progress(len(units[batch[k]]))) if each else None
-            yield from zip(batch, self.decode([encoded[i] for i in batch], done, known))
+            yield from zip(batch, self.decode([encoded[i] for i in batch], done, known, copy_penalty))
             if progress is not None and not each:
                 progress(sum(len(units[i]) for i in batch))
 
     def decode(self, encoded: Sequence[Encoded], done: Callable[[int], None] | None = None,
-               known: rescoring.Known | None = None) -> list[str]:
+               known: rescoring.Known | None = None, copy_penalty: float = 0.0) -> list[str]:
         """The model's output text per unit (the mode's ``run``, then its ``render``); ``done(k)``
         once unit k is decoded (T5 modes). With ``rescore`` (and ``reuse_scores``), ``known`` records the
         decode's scores (``rescoring.Known.record``): a forced pass's bit for bit where
@@ -346,7 +491,7 @@ class Corrector:
         with torch.inference_mode(), self.timings(mode.step):  # the model parts inside: see profiling.pipeline
             drafter = self._drafter(encoded) if mode.drafts and not beams else None
             outputs, stats = mode.run(self.bundle, encoded, self.batch_size, drafter, done, scores=scores,
-                                      beams=beams)
+                                      beams=beams, **({"copy_penalty": copy_penalty} if copy_penalty else {}))
         if scores:  # T5 modes: one decode a round, so one set of widths
             known.record([e.ids for e in encoded], outputs, stats, self.bundle.t5_tokenizer.eos_token_id)
         with self.timings("render"):

@@ -13,6 +13,7 @@ whole (over its limit) is every hypothesis as written, scored 0.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 import torch
@@ -20,6 +21,7 @@ import torch
 from editspec.decoding import beam
 from editspec.decoding.runners import T5
 from editspec.errors import EditspecError
+from editspec.post.diff import Correction, Edit, apply, diff
 from editspec.pre import segment
 from editspec.tokenization.tokens import encode, render_ids
 
@@ -50,3 +52,50 @@ def line_hypotheses(corrector, texts: Sequence[str], k: int) -> list[list[tuple[
         out.append([(texts_k[j][n], sum(h[j][1] for h in mine)) for j in range(k)])
         at += len(line_spans)
     return out
+
+
+ALTERNATIVES = 4  # beams whose n-best gives an edit's alternatives
+
+
+def alternatives(corrections: Sequence[Correction], hypotheses: Sequence[Sequence[tuple[str, float]]],
+                 limit: int = 2) -> list[Correction]:
+    """Each edit with up to ``limit`` other replacements of its span, best first: the n-best
+    hypotheses (``line_hypotheses``) whose edits there (whole words, ``diff(words=True)``) lie
+    within the edit's span and write something else there than the edit and than the text as
+    written (``_plausible``). A hypothesis that changes more than the span, or leaves it as
+    written, gives none."""
+    out = []
+    for c, hyps in zip(corrections, hypotheses):
+        found = [diff(c.input, text, words=True) for text, _ in hyps]
+        edits = []
+        for e in c.edits:
+            alts: list[str] = []
+            for theirs in found:
+                near = [x for x in theirs if _touches(x, e)]
+                if not near or any(x.start < e.start or x.end > e.end for x in near):
+                    continue
+                region = apply(c.input[e.start:e.end], [replace(x, start=x.start - e.start, end=x.end - e.start)
+                                                        for x in near])
+                if region not in (e.correction, e.original) and region not in alts and _plausible(region, e):
+                    alts.append(region)
+            edits.append(replace(e, alternatives=tuple(alts[:limit])))
+        out.append(Correction(c.input, c.output, edits))
+    return out
+
+
+def _plausible(region: str, e: Edit) -> bool:
+    """Not a lost place of the beam (as the guard judges the output): at most one word more than
+    the edit's longer side, and no word written twice in a row ("received received")."""
+    words = region.lower().split()
+    most = max(len(e.original.split()), len(e.correction.split()))
+    return len(words) <= most + 1 and all(a != b for a, b in zip(words, words[1:]))
+
+
+def _touches(x: Edit, e: Edit) -> bool:
+    """Whether edit ``x`` acts on ``e``'s span: overlaps it; an insertion, strictly inside it (at
+    its ends it adds to the text beside it), or at the same place as an insertion ``e``."""
+    if e.start == e.end:
+        return x.start <= e.start <= x.end
+    if x.start == x.end:
+        return e.start < x.start < e.end
+    return x.start < e.end and x.end > e.start

@@ -44,12 +44,14 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from editspec.errors import EditspecError
+from editspec.post.diff import edit_dict
 from editspec.files import BLOCK_LINES, atomic_output, json_line, table_format
 
 BLOCK_ROWS = BLOCK_LINES  # rows corrected together: bounded memory, good batches
 ADDED = ("corrected", "edits")  # the columns the output adds
 EDIT = pa.struct([("start", pa.int64()), ("end", pa.int64()), ("original", pa.string()),
-                  ("correction", pa.string()), ("type", pa.string()), ("message", pa.string())])
+                  ("correction", pa.string()), ("type", pa.string()), ("message", pa.string()),
+                  ("confidence", pa.float64())])
 EDITS = pa.list_(EDIT)
 
 
@@ -311,7 +313,7 @@ def correct_table(corrector, table: pa.Table, column: str,
     results = corrector.correct_detailed([cells[i] for i in todo], progress=progress, types=True) if todo else []
     for i, c in zip(todo, results):
         corrected[i] = c.output
-        edits[i] = [dataclasses.asdict(e) for e in c.edits]
+        edits[i] = [edit_dict(e) for e in c.edits]
     return (table.append_column(pa.field("corrected", pa.string()), _array(corrected, pa.string()))
                  .append_column(pa.field("edits", EDITS), _array(edits, EDITS)))
 

@@ -55,6 +55,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "scores (log P / length; a line of several sentences: the k-th of each, scores summed), "
                         "as the model gives them, before spelling, guard and rescoring; K <= --beam; costs a "
                         "second decode")
+    p.add_argument("--alternatives", action="store_true",
+                   help="with --format jsonl: each edit's other replacements of its span (up to 2, best first) "
+                        "from the T5's 4-beam n-best, as \"alternatives\"; costs a beam search besides the "
+                        "correction (about 2x the time: reports/confidence.md)")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                    help="colour for --format diff (auto: on a terminal, unless NO_COLOR is set)")
     p.add_argument("--column", default=None, metavar="NAME",
@@ -112,6 +116,10 @@ def check_args(args) -> bool:
     table = args.input is not None and is_table(args.input)
     if args.nbest is not None and (table or args.format != "jsonl"):
         raise EditspecError("--nbest is for --format jsonl (text input)")
+    if args.alternatives and (table or args.format != "jsonl"):
+        raise EditspecError("--alternatives is for --format jsonl (text input)")
+    if args.alternatives and args.mode == "edit5":
+        raise EditspecError("--alternatives come from the T5's beam search: --mode edit5 has none")
     if table:
         if args.format is not None:
             raise EditspecError("--format is for text input; a table's output format follows -o's extension")
@@ -243,10 +251,10 @@ def _run_text(args, started: float) -> int:
                     first[0].text = first[0].text[1:]
                 for block in _chain(first, blocks):
                     if state is None:
-                        text, n = _formatted(corrector, block, fmt, color, progress, args.nbest)
+                        text, n = _formatted(corrector, block, fmt, color, progress, args.nbest, args.alternatives)
                     else:
                         with state.split_between_processes(block) as mine:
-                            text, n = _formatted(corrector, mine, fmt, color, progress, args.nbest) if mine else ("", 0)
+                            text, n = _formatted(corrector, mine, fmt, color, progress, args.nbest, args.alternatives) if mine else ("", 0)
                         text = "".join(gather_object([text]))
                         n = sum(gather_object([n]))
                     if bom and lines == 0 and fmt in ("text", "diff"):
@@ -289,13 +297,14 @@ def _processes(args):
 
 
 def _formatted(corrector, block: list[Line], fmt: str, color: bool, progress: Progress,
-               nbest: int | None = None) -> tuple[str, int]:
+               nbest: int | None = None, alternatives: bool = False) -> tuple[str, int]:
     """The output of ``block``'s lines in the chosen format, and how many lines changed; ``nbest``
     (jsonl): each line's n-best hypotheses with their scores too (``editspec.nbest``)."""
     texts = [line.text for line in block]
     update = progress.block(len(block), sum(map(len, texts)))
     # jsonl: each edit with its ERRANT type and message (editspec.post.error_types)
-    results = corrector.correct_detailed(texts, progress=update, types=fmt == "jsonl")
+    results = corrector.correct_detailed(texts, progress=update, types=fmt == "jsonl",
+                                         alternatives=2 if alternatives and fmt == "jsonl" else 0)
     changed = sum(c.output != c.input for c in results)
     if fmt == "m2":
         from editspec.evaluation.errant import ErrantEvaluator  # ERRANT and spaCy: only for m2

@@ -107,7 +107,7 @@ def run_eval(args: argparse.Namespace) -> int:
             settings = {"max_edit_words": corrector.max_edit_words, "guarded": corrector.guarded,
                         "unreal": corrector.unreal,
                         "rounds": corrector.rounds, "spelling": corrector.spelling,
-                        "rescore": corrector.rescore}
+                        "rescore": corrector.rescore, "level": corrector.level}
     tokens = [retokenize(t, o, s, args.retokenize) for t, o, s in zip(source_tokens, outputs, sources)]
 
     report: dict = {}

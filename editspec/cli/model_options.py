@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from editspec.config import QUANTIZATIONS
+from editspec.config import LEVELS, QUANTIZATIONS
 from editspec.modes import CORRECTOR
 
 DTYPE_CHOICES = ("float32", "bfloat16")  # what --dtype names (the API takes more: modeling.precision)
@@ -58,6 +58,9 @@ def add_correction_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--beam", type=int, default=None, metavar="N",
                    help="the T5 decodes by beam search with N beams (t5 and speculative modes; the output "
                         "is transformers' generate(num_beams=N)); slower than greedy (default: 1, greedy)")
+    p.add_argument("--level", choices=LEVELS, default=None,
+                   help="picky: more suggestions, the less sure among them (recall for a writer who reviews "
+                        "each one; the models' corrector_config.json \"levels\"); default: the bundle's level")
     p.add_argument("--max-edit-words", type=int, default=None, metavar="N",
                    help="keep a sentence as written when the model rewrites more than N words in "
                         "one edit (a lost model repeats or skips phrases); 0: off (default: the "
@@ -88,7 +91,8 @@ def corrector_options(args: argparse.Namespace):
                        batch_size=args.batch_size, dtype=args.dtype, quantize=args.quantize,
                        max_length=getattr(args, "max_length", None), max_edit_words=args.max_edit_words,
                        rounds=args.rounds, spelling=args.spelling, rescore=args.rescore, prefix=args.prefix,
-                       num_beams=getattr(args, "beam", None) or 1, threads=0)
+                       num_beams=getattr(args, "beam", None) or 1, level=getattr(args, "level", None),
+                       threads=0)
 
 
 def check_beam(args: argparse.Namespace) -> None:

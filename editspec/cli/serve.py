@@ -14,6 +14,7 @@ cannot finish in time (serve/app.py ``Shutdown``), then the app's lifespan stops
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import socket
 import sys
@@ -57,6 +58,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--reuse-port", action="store_true",
                    help="bind with SO_REUSEPORT, so that several editspec serve processes share one port (Linux "
                         "spreads the connections between them): e.g. two processes with --threads 1 on 2 cores")
+    p.add_argument("--alternatives", action="store_true",
+                   help="each suggestion also lists the T5's n-best replacements of its span (LanguageTool's "
+                        "replacements, up to 3; /v1: alternatives): a beam search besides each correction, about "
+                        "2x the time a request takes (reports/confidence.md), so off by default")
     p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"),
                    help="uvicorn's log level (each request is logged at info)")
     add_model_options(p)
@@ -96,7 +101,11 @@ def run_serve(args) -> int:
             "max_sentence_chars": args.max_sentence_chars, "header_timeout": args.header_timeout,
             "body_timeout": args.body_timeout}
     hosts = None if args.allow_host is None else ["localhost", "127.0.0.1", "[::1]", *args.allow_host]
-    app = create_app(corrector.correct_detailed, info=info, max_chars=args.max_chars,
+    if args.alternatives and corrector.bundle.t5 is None:
+        raise EditspecError("--alternatives come from the T5's beam search: mode edit5 has none")
+    correct_detailed = functools.partial(corrector.correct_detailed, alternatives=2) if args.alternatives \
+        else corrector.correct_detailed
+    app = create_app(correct_detailed, info=info, max_chars=args.max_chars, levels=levels(corrector),
                      max_batch=args.max_batch, max_wait=args.batch_wait_ms / 1000,
                      max_sentence_chars=args.max_sentence_chars, allow_hosts=hosts,
                      allow_origins=args.allow_origin or (), body_timeout=args.body_timeout)
@@ -110,6 +119,21 @@ def run_serve(args) -> int:
     sockets = [reuse_port_socket(args.host, args.port, args.backlog)] if args.reuse_port else None
     Server(config, on_exit=lambda: app.state.shutdown.begin(args.graceful_timeout)).run(sockets=sockets)
     return 0
+
+
+def levels(corrector) -> list[str]:
+    """The levels a request may ask for: the corrector's own first, then each other it can run."""
+    from editspec.config import LEVELS
+    from editspec.errors import EditspecError
+
+    out = [corrector.level]
+    for name in LEVELS:
+        try:
+            if name not in out and corrector.level_of(name):
+                out.append(name)
+        except EditspecError:
+            pass
+    return out
 
 
 def reuse_port_socket(host: str, port: int, backlog: int) -> socket.socket:

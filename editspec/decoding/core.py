@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 import torch
 
 from editspec.decoding.decoder import Decoder, Decoders
+from editspec.decoding import drafters
 from editspec.decoding.drafters import Drafter
 from editspec.decoding.window import WindowPolicy
 from editspec.modeling import t5
@@ -126,6 +127,7 @@ class _Stream:
     sentence: list[int | None]
     pending: list[int]
     staged: tuple[list[int], torch.Tensor | None, torch.Tensor | None] = field(default_factory=lambda: ([], None, None))
+    copying: "CopyTracker | None" = None  # with a copy penalty: where each output stands in its source
 
     def rows(self) -> list[int]:
         """The slots decoding a sentence."""
@@ -138,6 +140,7 @@ def generate(
     drafter: Drafter | None = None, max_new_tokens: int | Sequence[int] = 128,
     window: int | WindowPolicy | None = None, sampling: Sampling | None = None,
     done: Callable[[int], None] | None = None, scores: bool = False, decoders: Decoders | None = None,
+    copy_penalty: float = 0.0,
 ) -> tuple[list[list[int]], SpecStats]:
     """T5's output ids (no start token, no EOS) for each source (ids ending in EOS), greedy or
     sampled (``sampling``; None: greedy), drafted by ``drafter`` (None: one token per pass),
@@ -149,6 +152,9 @@ def generate(
     is called as soon as sentence i is decoded (progress). ``scores``: also each sentence's
     log-probability (``SpecStats.log_probs``; rescoring reads it instead of a forced pass).
     ``decoders``: where the model's decoder is kept (a ``Bundle``'s; None: a new one).
+    ``copy_penalty`` (greedy only): subtracted from the logit of the token that would go on copying
+    the source (``CopyTracker``) before each choice; the choice is a function of the output so far,
+    so drafted and undrafted decodes still give the same output. Scores stay the model's own.
 
     Each pass: ``refill`` the free slots, ``draft``, ``verify`` (the decoder pass), ``accept``.
     """
@@ -174,6 +180,10 @@ def generate(
         st = _Stream(dec, eos, drafter, window if drafter is not None else None,
                      sampling, done,
                      sources, budget, out, stats, waiting, [None] * slots, [dec.start] * slots)
+        if copy_penalty:
+            if sampling is not None:
+                raise ValueError("copy_penalty is for greedy decoding")
+            st.copying = CopyTracker(sources, eos, copy_penalty)
         while True:
             refill(st)
             rows = st.rows()
@@ -229,6 +239,9 @@ def verify(st: _Stream, rows: list[int], drafts: list[list[int]]) -> tuple[torch
     # over 160 rows), and the first maximum is the same index either way
     logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
     if st.sampling is None:
+        if st.copying is not None:
+            return logits, st.copying.penalized(logits, [(st.sentence[s], st.out[st.sentence[s]], d)
+                                                         for s, d in zip(rows, drafts)]).argmax(-1).tolist()
         return logits, logits.argmax(-1).tolist()
     return logits, t5.token_probs(logits, st.sampling.temperature, st.sampling.top_p)
 
@@ -267,6 +280,59 @@ def accept(st: _Stream, rows: list[int], drafts: list[list[int]],
             if st.done is not None:
                 st.done(i)
     return emitted
+
+
+class CopyTracker:
+    """Which token would go on copying the source after an output (a copy penalty's target): the
+    output is followed through its source token by token, as ``drafters.Follow`` follows it: a
+    token equal to the source's next moves on; another re-joins the source after its last 1-3
+    tokens where they occur once (``drafters.rejoin``), else is taken as the source token it
+    replaced. Each sentence's place is kept between passes; a function of the output alone."""
+
+    def __init__(self, sources: Sequence[Sequence[int]], eos: int, penalty: float):
+        self.refs = [list(s[:-1]) if s and s[-1] == eos else list(s) for s in sources]
+        self.eos, self.penalty = eos, penalty
+        self.state: dict[int, tuple[int, int, bool]] = {}  # sentence -> (tokens followed, place, in step)
+
+    def _follow(self, i: int, state: tuple[int, int, bool], output: Sequence[int]) -> tuple[int, int, bool]:
+        seen, p, synced = state
+        ref = self.refs[i]
+        for n in range(seen, len(output)):
+            if p < len(ref) and ref[p] == output[n]:
+                p, synced = p + 1, True
+            else:
+                at = drafters.rejoin((ref,), output[: n + 1])
+                p, synced = (at[1], True) if at is not None else (p + synced, False)
+        return len(output), p, synced
+
+    def next_tokens(self, i: int, output: Sequence[int], draft: Sequence[int]) -> list[int | None]:
+        """The copying token after ``output`` and after each prefix of ``draft`` that follows it
+        (None: none, or the source's end); ``output``'s place is kept for the next pass."""
+        state = self.state[i] = self._follow(i, self.state.get(i, (0, 0, True)), output)
+        ref, out = self.refs[i], list(output)
+        tokens = []
+        for j in range(len(draft) + 1):
+            if j:
+                out.append(draft[j - 1])
+                state = self._follow(i, state, out)
+            tokens.append(ref[state[1]] if state[1] < len(ref) else None)
+        return tokens
+
+    def penalized(self, logits: torch.Tensor, rows: Sequence[tuple[int, Sequence[int], Sequence[int]]]) -> torch.Tensor:
+        """``logits`` [T, vocab] of a pass (rows: sentence, its output, its draft, in feed order)
+        with the penalty off each position's copying token."""
+        at, where = 0, []
+        for i, output, draft in rows:
+            for k, token in enumerate(self.next_tokens(i, output, draft)):
+                if token is not None:
+                    where.append((at + k, token))
+            at += len(draft) + 1
+        if not where:
+            return logits
+        out = logits.clone()
+        pos, tok = zip(*where)
+        out[list(pos), list(tok)] -= self.penalty
+        return out
 
 
 def add_scores(stats: SpecStats, logits: torch.Tensor, emitted: list[tuple[int, int, list[int]]]) -> None:

@@ -85,10 +85,10 @@ class Known:
 GROUP = 4096
 
 
-def rescore(changes: Sequence[Correction], score: Scorer, group: int = GROUP) -> list[Correction]:
-    """``changes`` with each edit undone whose undoing ``score`` rates higher than the output; an
-    output ``score`` cannot rate stays as it is. ``score`` is called on about ``group`` variants
-    at a time."""
+def rescore(changes: Sequence[Correction], score: Scorer, group: int = GROUP, margin: float = 0.0) -> list[Correction]:
+    """``changes`` with each edit undone whose undoing ``score`` rates higher than the output (by
+    more than ``margin`` nats: a looser level keeps edits that cost that much); an output ``score``
+    cannot rate stays as it is. ``score`` is called on about ``group`` variants at a time."""
     result = list(changes)
     rows: tuple[list[str], list[str]] = ([], [])
     plan = []  # (unit, first row)
@@ -100,7 +100,7 @@ def rescore(changes: Sequence[Correction], score: Scorer, group: int = GROUP) ->
             full, undone = scores[at], scores[at + 1:at + 1 + len(edits)]
             if full is None or None in undone:
                 continue
-            result[i] = changes[i].keep([e for e, s in zip(edits, undone) if full >= s])
+            result[i] = changes[i].keep([e for e, s in zip(edits, undone) if full + margin >= s])
         rows[0].clear(), rows[1].clear(), plan.clear()
 
     for i, c in enumerate(changes):

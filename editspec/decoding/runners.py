@@ -128,10 +128,11 @@ class T5Runner:
 
     def run(self, models: Models, encoded: Sequence[Encoded], slots: int, drafter: Drafter | None = None,
             done: Callable[[int], None] | None = None, window: int | WindowPolicy | None = None,
-            scores: bool = False, beams: BeamSettings | None = None) -> tuple[list[list[int]], core.SpecStats]:
-        """(outputs, the core's counts); ``done(k)`` once row k is decoded; ``window`` and
-        ``scores`` (each row's log P in the counts) as ``core.generate``'s. ``beams``: the best
-        hypothesis of a beam search instead (``beam.generate``, ``slots`` sentences of K rows)."""
+            scores: bool = False, beams: BeamSettings | None = None,
+            copy_penalty: float = 0.0) -> tuple[list[list[int]], core.SpecStats]:
+        """(outputs, the core's counts); ``done(k)`` once row k is decoded; ``window``, ``scores``
+        (each row's log P in the counts) and ``copy_penalty`` as ``core.generate``'s. ``beams``: the
+        best hypothesis of a beam search instead (``beam.generate``, ``slots`` sentences of K rows)."""
         eos = models.t5_tokenizer.eos_token_id
         if beams is not None:
             hyps, stats = beam.generate(models.t5, [e.ids + [eos] for e in encoded], beams, slots,
@@ -139,7 +140,7 @@ class T5Runner:
             return [h[0].ids for h in hyps], stats
         return core.generate(models.t5, [e.ids + [eos] for e in encoded], slots, drafter,
                              max_new_tokens=self.budgets(encoded), window=window, done=done, scores=scores,
-                             decoders=models.decoders)
+                             decoders=models.decoders, copy_penalty=copy_penalty)
 
     def render(self, models: Models, encoded: Sequence[Encoded], outputs) -> list[str]:
         """The outputs as text, aligned to the source (``render_ids``)."""

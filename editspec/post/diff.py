@@ -40,6 +40,11 @@ class Edit:
     correction: str
     type: str | None = None
     message: str | None = None
+    # how sure the model is of this edit, in [0, 1] (``editspec.confidence``): the output model's
+    # log P of the output against the output with this edit undone, calibrated on FCE dev
+    confidence: float | None = None
+    # other replacements of the same span from the T5's beam n-best, best first (``editspec.nbest.alternatives``)
+    alternatives: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -65,37 +70,57 @@ class Correction:
             return self
         return Correction.of(self.input, apply(self.input, edits))
 
+    @classmethod
+    def shown(cls, text: str, output: str) -> Correction:
+        """``of``, with whole words as the units (``diff(words=True)``): what a user is shown."""
+        return cls(text, output, diff(text, output, words=True))
+
     def as_dict(self) -> dict:
-        return {"input": self.input, "output": self.output, "edits": [asdict(e) for e in self.edits]}
+        return {"input": self.input, "output": self.output, "edits": [edit_dict(e) for e in self.edits]}
+
+
+def edit_dict(e: Edit) -> dict:
+    """An edit as JSON holds it (``alternatives`` only where they were asked for)."""
+    out = asdict(e)
+    if e.alternatives is None:
+        del out["alternatives"]
+    else:
+        out["alternatives"] = list(e.alternatives)
+    return out
 
 
 _WORDS = re.compile(r"\s+|\w+|[^\w\s]")
+# what a reader calls a word: "don't", "John's" whole (``words=True``: the edits a user is shown;
+# the steps after the model keep ``_WORDS``, so their decisions and the output do not change)
+_WHOLE_WORDS = re.compile(r"\s+|\w+(?:['\u2019]\w+)*|[^\w\s]")
 WINDOW = 2000  # units per exact LCS: 2000 x 2000 bits of rapidfuzz's matrix, 0.5 MB
 MEMO, MEMO_CHARS = 4096, 4096  # pairs kept, and the longest pair kept (a sentence's: a line's can be MBs)
 
 
-def diff(source: str, target: str) -> list[Edit]:
+def diff(source: str, target: str, words: bool = False) -> list[Edit]:
     """Word-level edits turning ``source`` into ``target``, as source character offsets.
 
     Words, whitespace runs and single punctuation marks are the units of an exact LCS
     (rapidfuzz Indel) per window (see the module docstring); a run of consecutive changed
     units is one edit. Word units keep an edit readable ("go" -> "goes") where a character
-    diff would give "" -> "es".
+    diff would give "" -> "es". ``words``: a word with an apostrophe inside is one unit ("don't"
+    -> "didn't", not "don" -> "didn"), as a user reads it (``Corrector.correct_detailed``'s edits).
     """
     if source == target:
         return []
     if len(source) + len(target) <= MEMO_CHARS:
-        return list(_diff_kept(source, target))
-    return _diff(source, target)
+        return list(_diff_kept(source, target, words))
+    return _diff(source, target, words)
 
 
 @functools.lru_cache(maxsize=MEMO)
-def _diff_kept(source: str, target: str) -> tuple[Edit, ...]:
-    return tuple(_diff(source, target))
+def _diff_kept(source: str, target: str, words: bool = False) -> tuple[Edit, ...]:
+    return tuple(_diff(source, target, words))
 
 
-def _diff(source: str, target: str) -> list[Edit]:
-    src, tgt = _WORDS.findall(source), _WORDS.findall(target)
+def _diff(source: str, target: str, words: bool = False) -> list[Edit]:
+    units = _WHOLE_WORDS if words else _WORDS
+    src, tgt = units.findall(source), units.findall(target)
     src_at = [0]
     for w in src:
         src_at.append(src_at[-1] + len(w))

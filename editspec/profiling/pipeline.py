@@ -26,7 +26,7 @@ from editspec.timing import OFF, Timings
 
 # the report's row order: the pipeline's order
 STEPS = ("segment", "spelling", "tokenize", "encoder", "decoder", "draft", "decode", "edit5", "render", "edits",
-         "guard", "rescore", "rejoin", "diff", "other")
+         "guard", "rescore", "confidence", "rejoin", "diff", "alternatives", "types", "other")
 
 
 def attach(corrector: Corrector, timings: Timings) -> Callable[[], None]:
@@ -38,7 +38,7 @@ def attach(corrector: Corrector, timings: Timings) -> Callable[[], None]:
         pushed: list[bool] = []
 
         def pre(module, args, pushed=pushed):
-            pushed.append(not timings.inside("rescore"))
+            pushed.append(not (timings.inside("rescore") or timings.inside("confidence")))
             if pushed[-1]:
                 timings.start("encoder")
 

@@ -5,6 +5,8 @@
                {"start": 4, "end": 6, "original": "go", "correction": "goes", "type": "R:VERB:SVA",
                 "rule": "EDITSPEC_R_VERB_SVA", "message": "Possible subject–verb agreement error"}]}]}
     POST /v2/check    language=en-US&text=She go home.   (LanguageTool's form; see languagetool.py)
+    level             "default" or "picky" (/v1: a field; /v2: LanguageTool's parameter): picky where
+                      the models have its settings (``editspec serve`` offers every level they can run)
     GET  /v2/languages, GET /health, GET / (the page)
 
 Every text goes through one ``Batcher`` around one ``Corrector``: ``correct_detailed`` on the
@@ -29,6 +31,7 @@ the shutdown, the limits, the page) is the app's ``app.state``, set by ``create_
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 from contextlib import asynccontextmanager
@@ -43,6 +46,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from editspec.config import LEVELS
 from editspec.errors import EditspecError
 from editspec.serve import bounds, languagetool
 from editspec.serve.batching import Batcher
@@ -84,7 +88,24 @@ class Shutdown:
 def edit_dict(edit, error_type: str) -> dict:
     return {"start": edit.start, "end": edit.end, "original": edit.original, "correction": edit.correction,
             "type": error_type, "rule": error_types.rule_id(error_type),
-            "message": error_types.message(error_type), "shortMessage": error_types.short_message(error_type)}
+            "message": error_types.message(error_type), "shortMessage": error_types.short_message(error_type),
+            "confidence": edit.confidence, **({"alternatives": list(edit.alternatives)} if edit.alternatives is not None else {})}
+
+
+def level_of(request: Request, value, strict: bool = True) -> str:
+    """The level a request asks for (None or "": the server's default); 400 for an unknown one, and
+    for one these models cannot run when ``strict`` (else the default: LanguageTool's clients send
+    level=picky to any server, and LanguageTool answers it with what it has)."""
+    levels = request.app.state.batchers
+    if value is None or value == "":
+        return next(iter(levels))
+    if not isinstance(value, str) or value not in LEVELS:
+        raise HTTPError(400, f"unknown level {value!r}: use default or picky")
+    if value not in levels:
+        if not strict:
+            return next(iter(levels))
+        raise HTTPError(400, f"level {value} is not available: this server's models have no settings for it")
+    return value
 
 
 def check_unicode(texts: Sequence[str]) -> None:
@@ -131,10 +152,12 @@ async def disconnected(request: Request) -> None:
         pass
 
 
-async def check(request: Request, texts: list[str]) -> list[bounds.Checked]:
-    """The batcher's results for ``texts``, unless the client leaves or the shutdown's
-    deadline comes first (then its texts are dropped if their batch has not started)."""
-    batcher, shutdown = request.app.state.batcher, request.app.state.shutdown
+async def check(request: Request, texts: list[str], level: str | None = None) -> list[bounds.Checked]:
+    """The batcher's results for ``texts`` (at ``level``; None: the server's default), unless the
+    client leaves or the shutdown's deadline comes first (then its texts are dropped if their batch
+    has not started)."""
+    batchers, shutdown = request.app.state.batchers, request.app.state.shutdown
+    batcher = batchers[level] if level is not None else request.app.state.batcher
     if shutdown.started:
         raise HTTPError(503, "server is shutting down; try again shortly")
     work = asyncio.ensure_future(batcher.submit(texts))
@@ -182,9 +205,10 @@ async def correct_v1(request: Request) -> Response:
     texts = payload["texts"]
     if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
         raise HTTPError(400, "'texts' must be a list of strings")
+    level = level_of(request, payload.get("level"))
     check_size(request, texts)
     check_unicode(texts)
-    results = await check(request, texts)
+    results = await check(request, texts, level)
     return JSONResponse({"corrections": [
         {"input": r.correction.input, "output": r.correction.output,
          "edits": [edit_dict(e, t) for e, t in zip(r.correction.edits, r.types)]}
@@ -202,13 +226,14 @@ async def check_v2(request: Request) -> Response:
         code, name = languagetool.language(params.get("language"))
         doc = languagetool.document(params.get("text"), params.get("data"))
         options = languagetool.Options.from_params(params)
+        level = level_of(request, params.get("level"), strict=False)
     except RecursionError:
         raise HTTPError(400, "'data' is JSON nested too deep")
     except EditspecError as e:
         raise HTTPError(400, str(e))
     check_size(request, [doc.text])
     check_unicode([doc.document])  # the text and its markup: all of it is echoed back
-    [result] = await check(request, [doc.text])
+    [result] = await check(request, [doc.text], level)
     found = languagetool.matches(doc, result.correction, result.types, result.sentences, options)
     return JSONResponse(languagetool.response(code, name, found))
 
@@ -244,24 +269,28 @@ EXCEPTION_HANDLERS = {HTTPError: http_error, BodyTooSlow: too_slow, ClientLeft: 
 
 @asynccontextmanager
 async def lifespan(app: Starlette) -> AsyncIterator[None]:
-    await app.state.batcher.start()
+    for batcher in app.state.batchers.values():
+        await batcher.start()
     try:
         yield
     finally:
         # after uvicorn has let the requests in flight finish; after a SIGTERM every request
         # has had its answer (200 or 503), so a batch still running is left to exit with us
-        await app.state.batcher.stop(abandon=app.state.shutdown.started)
+        for batcher in app.state.batchers.values():
+            await batcher.stop(abandon=app.state.shutdown.started)
 
 
 def create_app(correct_detailed: Callable[[list[str]], list[Correction]], *, info: dict | None = None,
                max_chars: int = DEFAULT_MAX_CHARS, max_batch: int = 32, max_wait: float = 0.002,
                max_sentence_chars: int = DEFAULT_MAX_SENTENCE_CHARS,
                allow_hosts: Sequence[str] | None = None, allow_origins: Sequence[str] = (),
-               body_timeout: float = 10.0) -> Starlette:
+               body_timeout: float = 10.0, levels: Sequence[str] = ("default",)) -> Starlette:
     """The app around ``correct_detailed`` (``Corrector.correct_detailed``), loaded beforehand:
     ``ROUTES`` with the app's state (batcher, shutdown, limits, page) in ``app.state``.
     ``allow_hosts``: Host names served (default: localhost's; ``*``: any); ``allow_origins``:
-    browser origins besides the server's own (``*``: any)."""
+    browser origins besides the server's own (``*``: any). ``levels``: those a request may ask
+    for (``level``), the first the default (``correct_detailed`` called without a level), each
+    other ``correct_detailed(texts, level=name)`` in a batcher of its own."""
     hosts = list(allow_hosts) if allow_hosts is not None else list(LOCAL_HOSTS)
     middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=hosts),
                   Middleware(OriginGuard, allowed=list(allow_origins))]
@@ -270,10 +299,14 @@ def create_app(correct_detailed: Callable[[list[str]], list[Correction]], *, inf
                                      allow_methods=["GET", "POST"], allow_headers=["Content-Type"]))
     middleware += [Middleware(BodyDeadline, seconds=body_timeout), Middleware(CollapseSlashes)]
     app = Starlette(routes=ROUTES, middleware=middleware, lifespan=lifespan, exception_handlers=EXCEPTION_HANDLERS)
-    app.state.batcher = Batcher(bounds.checker(correct_detailed, max_sentence_chars), max_texts=max_batch,
-                                max_wait=max_wait)
+    app.state.batchers = {}
+    for k, name in enumerate(levels):
+        run = correct_detailed if k == 0 else functools.partial(correct_detailed, level=name)
+        app.state.batchers[name] = Batcher(bounds.checker(run, max_sentence_chars), max_texts=max_batch,
+                                           max_wait=max_wait)
+    app.state.batcher = app.state.batchers[levels[0]]
+    app.state.info = {**(info or {}), "levels": list(levels)}
     app.state.shutdown = Shutdown()
-    app.state.info = info or {}
     app.state.max_chars = max_chars
     app.state.max_bytes = 12 * max_chars + 65_536  # a 4-byte character percent-encoded is 12 bytes
     app.state.page = resources.files("editspec.serve").joinpath("page/index.html").read_text(encoding="utf-8")

@@ -20,6 +20,7 @@ Hand-written: no library bounds spaCy's input; the rule is ours.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Callable, NamedTuple, Sequence
 
@@ -98,7 +99,7 @@ def checker(correct_detailed: Callable[[list[str]], list[Correction]],
                     continue
                 c, kinds = next(typed)
                 output.append(c.output)
-                edits += [Edit(e.start + p.start, e.end + p.start, e.original, e.correction) for e in c.edits]
+                edits += [dataclasses.replace(e, start=e.start + p.start, end=e.end + p.start) for e in c.edits]
                 types += kinds
                 if c.edits:
                     spans += [(p.start + s, p.start + e) for s, e in segment.sentences(piece)]

@@ -13,11 +13,15 @@ Parameters are read as LanguageTool's server reads them (``LanguageToolHttpHandl
 of a POST is parsed as a form whatever its Content-Type says (LTeX sends its form labelled
 ``application/json``), then the query string, whose values win. Every parameter LanguageTool
 documents is accepted; those that only LanguageTool's rules or its premium service could honour
-(``level``, ``motherTongue``, ``preferredVariants``, ``username``/``apiKey``, ``dicts``,
+(``motherTongue``, ``preferredVariants``, ``username``/``apiKey``, ``dicts``,
 ``noopLanguages``, ``abtest``, ``mode``, ``allowIncompleteResults``, ``useragent``,
 ``textSessionId``, ...) change nothing here: this server has no picky-only or false-friend rules,
 and no user dictionaries. ``enabledRules``, ``disabledRules``, ``enabledCategories``,
 ``disabledCategories`` and ``enabledOnly`` apply to editspec's own rule ids and categories.
+``level=picky`` runs the models' picky level (more suggestions, less sure ones among them; 400
+where the models have none); with ``editspec serve --alternatives`` a match's ``replacements`` lists
+the n-best's other replacements after the correction (up to 3 in all); each match carries editspec's ``confidence`` (0 to 1) beside
+LanguageTool's fields; matches stay in document order, as LanguageTool gives them.
 
 Offsets and lengths are in UTF-16 code units, as LanguageTool (Java) counts them: after an emoji
 (two units) the offsets of the text that follows stay aligned in the client. An edit that only
@@ -27,6 +31,7 @@ or the previous one at the end, so that a client has something to underline.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import urllib.parse
 from dataclasses import dataclass
@@ -169,11 +174,13 @@ def widen(text: str, edits: Sequence[Edit]) -> list[Edit]:
         before_limit = out[k - 1].end if k > 0 else 0
         nxt = _word_after(text, e.end, after_limit)
         if nxt is not None:
-            out[k] = Edit(e.start, nxt, text[e.start:nxt], e.correction + text[e.end:nxt])
+            out[k] = dataclasses.replace(e, end=nxt, original=text[e.start:nxt], correction=e.correction + text[e.end:nxt],
+                                         alternatives=e.alternatives and tuple(a + text[e.end:nxt] for a in e.alternatives))
             continue
         prev = _word_before(text, e.start, before_limit)
         if prev is not None:
-            out[k] = Edit(prev, e.end, text[prev:e.end], text[prev:e.start] + e.correction)
+            out[k] = dataclasses.replace(e, start=prev, original=text[prev:e.end], correction=text[prev:e.start] + e.correction,
+                                         alternatives=e.alternatives and tuple(text[prev:e.start] + a for a in e.alternatives))
     return out
 
 
@@ -223,7 +230,7 @@ def matches(doc: Document, correction: Correction, types: Sequence[str],
         out.append({
             "message": error_types.message(error_type),
             "shortMessage": error_types.short_message(error_type),
-            "replacements": [{"value": edit.correction}],
+            "replacements": [{"value": v} for v in (edit.correction, *(edit.alternatives or ()))],
             "offset": offset,
             "length": length,
             "context": {"text": doc.document[c_start:c_end], "offset": units[start] - units[c_start],
@@ -235,6 +242,7 @@ def matches(doc: Document, correction: Correction, types: Sequence[str],
                      "category": {"id": cat_id, "name": cat_name}},
             "ignoreForIncompleteSentence": False,
             "contextForSureMatch": 0,
+            "confidence": edit.confidence,  # editspec's own field (clients ignore what they do not know)
         })
     return out
 

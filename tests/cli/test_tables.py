@@ -59,8 +59,11 @@ def check(out_rows: list[dict], in_rows: list[dict], bundle):
         c = next(expected)
         assert got["corrected"] == c.output
         edits = [Edit(e["start"], e["end"], e["original"], e["correction"]) for e in got["edits"]]
-        assert edits == c.edits and apply(got["text"], edits) == got["corrected"]
-        assert all(e["type"] and e["message"] for e in got["edits"])
+        assert edits == [Edit(e.start, e.end, e.original, e.correction) for e in c.edits]
+        assert apply(got["text"], edits) == got["corrected"]
+        # in bf16 a score's last bits can depend on the rows scored beside it
+        assert [e["confidence"] for e in got["edits"]] == pytest.approx([e.confidence for e in c.edits], abs=0.02)
+        assert all(e["type"] and e["message"] and 0 <= e["confidence"] <= 1 for e in got["edits"])
     assert any(r["edits"] for r in out_rows)  # the random model edits: the test can fail
 
 

@@ -150,3 +150,55 @@ def test_messages_come_from_error_types(client):
     r = client.post("/v1/correct", json={"texts": ["i like it."]})
     [edit] = r.json()["corrections"][0]["edits"]
     assert edit["message"] == error_types.message(edit["type"])
+
+
+@pytest.fixture(scope="module")
+def picky_client():
+    """A server offering both levels, on the shipped models (their picky settings)."""
+    from editspec.corrector import Corrector
+
+    corrector = Corrector.from_pretrained(device="cpu", batch_size=4)
+    app = create_app(corrector.correct_detailed, levels=("default", "picky"))
+    with TestClient(app, base_url="http://localhost:8081") as c:
+        yield c, corrector
+
+
+def test_each_edit_and_match_has_its_confidence(client, corrector):
+    texts = ["She go to scool every dayz.", "i recieve the leter yesterday"]
+    got = client.post("/v1/correct", json={"texts": texts}).json()["corrections"]
+    want = corrector.correct_detailed(texts)
+    for g, w in zip(got, want):
+        assert [e["confidence"] for e in g["edits"]] == [e.confidence for e in w.edits]
+        assert all(0 <= e["confidence"] <= 1 for e in g["edits"]) and g["edits"]
+    matches = client.post("/v2/check", data={"language": "en-US", "text": texts[0]}).json()["matches"]
+    by_value = {m["replacements"][0]["value"]: m["confidence"] for m in matches}
+    assert by_value["school"] == next(e.confidence for e in want[0].edits if e.correction == "school")
+    assert [m["offset"] for m in matches] == sorted(m["offset"] for m in matches)  # document order
+
+
+def test_levels_on_v1_and_v2(picky_client):
+    client, corrector = picky_client
+    from editspec.modeling import loading
+    sample = loading.DEFAULT_MODEL.parent.parent / "samples" / "learner.txt"
+    texts = [t for t in sample.read_text(encoding="utf-8").splitlines() if t.strip()][:12]
+    for level in ("default", "picky"):
+        got = client.post("/v1/correct", json={"texts": texts, "level": level}).json()["corrections"]
+        assert [g["output"] for g in got] == corrector.correct(texts, level=level)
+        r = client.post("/v2/check", data={"language": "en-US", "text": texts[0], "level": level})
+        assert r.status_code == 200
+        assert len(r.json()["matches"]) == len(corrector.correct_detailed(texts[:1], level=level)[0].edits)
+    assert corrector.correct(texts, level="picky") != corrector.correct(texts)  # the level does something
+    assert client.get("/health").json()["levels"] == ["default", "picky"]
+    for path, kwargs in (("/v1/correct", {"json": {"texts": ["x"], "level": "loud"}}),
+                         ("/v2/check", {"data": {"language": "en-US", "text": "x", "level": "loud"}}),
+                         ("/v1/correct", {"json": {"texts": ["x"], "level": 3}})):
+        r = client.post(path, **kwargs)
+        assert r.status_code == 400 and "unknown level" in r.json()["error"]
+
+
+def test_picky_where_the_models_have_none(client):
+    # /v1 says so; /v2 answers at the default level, as LanguageTool answers clients that always send picky
+    r = client.post("/v1/correct", json={"texts": ["x"], "level": "picky"})
+    assert r.status_code == 400 and "level picky is not available" in r.json()["error"]
+    r = client.post("/v2/check", data={"language": "en-US", "text": "i like scool.", "level": "picky"})
+    assert r.status_code == 200 and r.json()["matches"]

@@ -98,7 +98,8 @@ class Browser:
         port = port_file.read_text().split()[0]
         pages = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json"))
         page = next(p for p in pages if p["type"] == "page")
-        self.ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=60)
+        # no Origin header: chromium 111+ refuses a DevTools connection from an origin it was not told of
+        self.ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=60, suppress_origin=True)
         self.next_id = 0
 
     def call(self, method: str, **params):
@@ -145,9 +146,23 @@ def test_page_in_headless_chromium(server, corrector):
             # the suggestions are underlined, each with its message
             marks = json.loads(browser.wait_for(
                 "document.querySelectorAll('#view .edit').length === 2 && JSON.stringify("
-                "[...document.querySelectorAll('#view .edit')].map(e => [e.firstChild.textContent, e.title]))"))
-            assert marks == [["i", "Possible capitalisation or spacing error: I"],
-                             ["scool", "Possible spelling mistake: school"]]
+                "[...document.querySelectorAll('#view .edit')].map(e => [e.firstChild.textContent, e.title, "
+                "e.classList.contains('unsure')]))"))
+            want = corrector.correct_detailed([text])[0].edits
+            assert [m[:2] for m in marks] == [
+                ["i", f"Possible capitalisation or spacing error: I (confidence {round(100 * want[0].confidence)}%)"],
+                ["scool", f"Possible spelling mistake: school (confidence {round(100 * want[1].confidence)}%)"]]
+            assert [m[2] for m in marks] == [e.confidence < 0.5 for e in want]  # a fainter underline when unsure
+            # this server's models have no picky level: the menu offers none; asked anyway, the page says why
+            assert browser.wait_for("document.querySelector('#level option[value=picky]').disabled && 'off'") == "off"
+            browser.eval("{ const l = document.getElementById('level'); l.options[1].disabled = false; l.value = 'picky';"
+                         "l.dispatchEvent(new Event('change')); }")
+            assert "level picky is not available" in browser.wait_for(
+                "document.getElementById('status').textContent.startsWith('error') && "
+                "document.getElementById('status').textContent")
+            browser.eval("{ const l = document.getElementById('level'); l.value = 'default';"
+                         "l.dispatchEvent(new Event('change')); }")
+            browser.wait_for("document.getElementById('status').textContent === '2 suggestions'")
             assert browser.eval("[...document.getElementById('view').childNodes].map("
                                 "n => n.nodeType === 3 ? n.textContent : n.firstChild.textContent).join('')") == text
             # a click on one applies it (after the emoji: code point offsets)
