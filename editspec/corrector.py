@@ -491,7 +491,7 @@ class Corrector:
         with torch.inference_mode(), self.timings(mode.step):  # the model parts inside: see profiling.pipeline
             drafter = self._drafter(encoded) if mode.drafts and not beams else None
             outputs, stats = mode.run(self.bundle, encoded, self.batch_size, drafter, done, scores=scores,
-                                      beams=beams, **({"copy_penalty": copy_penalty} if copy_penalty else {}))
+                                      beams=beams, copy_penalty=copy_penalty)
         if scores:  # T5 modes: one decode a round, so one set of widths
             known.record([e.ids for e in encoded], outputs, stats, self.bundle.t5_tokenizer.eos_token_id)
         with self.timings("render"):

@@ -81,9 +81,11 @@ class Edit5Runner:
 
     def run(self, models: Models, encoded: Sequence[Encoded], slots: int, drafter: Drafter | None = None,
             done: Callable[[int], None] | None = None, window: int | WindowPolicy | None = None,
-            scores: bool = False, beams: BeamSettings | None = None) -> tuple[list[list[tuple[int, int | None]]], None]:
-        """(outputs, no stats), ``slots`` rows at a time (``drafter``, ``window``, ``scores`` and
-        ``beams``, the T5's, unused)."""
+            scores: bool = False, beams: BeamSettings | None = None,
+            copy_penalty: float = 0.0) -> tuple[list[list[tuple[int, int | None]]], None]:
+        """(outputs, no stats), ``slots`` rows at a time (``drafter``, ``window``, ``scores``,
+        ``beams`` and ``copy_penalty``, the T5's, unused: a level with a copy penalty is refused
+        for mode edit5 before it loads)."""
         tok = models.edit5_tokenizer
         out = []
         for at in range(0, len(encoded), slots):

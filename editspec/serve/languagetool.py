@@ -18,8 +18,8 @@ documents is accepted; those that only LanguageTool's rules or its premium servi
 ``textSessionId``, ...) change nothing here: this server has no picky-only or false-friend rules,
 and no user dictionaries. ``enabledRules``, ``disabledRules``, ``enabledCategories``,
 ``disabledCategories`` and ``enabledOnly`` apply to editspec's own rule ids and categories.
-``level=picky`` runs the models' picky level (more suggestions, less sure ones among them; 400
-where the models have none); with ``editspec serve --alternatives`` a match's ``replacements`` lists
+``level=picky`` runs the models' picky level (more suggestions, less sure ones among them; where
+the models have none, the default level answers, as LanguageTool answers with the rules it has); with ``editspec serve --alternatives`` a match's ``replacements`` lists
 the n-best's other replacements after the correction (up to 3 in all); each match carries editspec's ``confidence`` (0 to 1) beside
 LanguageTool's fields; matches stay in document order, as LanguageTool gives them.
 
