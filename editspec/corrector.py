@@ -57,6 +57,7 @@ from ``training/train.py``, else 128 tokens with EOS, the paper's sequence lengt
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
@@ -70,6 +71,8 @@ from editspec.decoding.runners import RUNNERS, Edit5Runner, T5Runner, beam_setti
 from editspec.errors import EditspecError
 from editspec.modeling import loading
 from editspec.modeling.loading import resolve_models, trained_length
+from editspec.nbest import ALTERNATIVES, Found, Hyps, line_hypotheses, rejoined
+from editspec.nbest import alternatives as other_spans
 from editspec.post import error_types
 from editspec.pre import segment
 from editspec.post.diff import Correction, apply
@@ -246,16 +249,23 @@ class Corrector:
         return self._correct(texts, progress, level, detailed=False)[0]
 
     def correct_detailed(self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
-                         types: bool = False, level: str | None = None, alternatives: int = 0) -> list[Correction]:
+                         types: bool = False, level: str | None = None, alternatives: int = 0,
+                         nbest: int = 0) -> list[Correction]:
         """Like ``correct``, with each change as character offsets into the input text, whole words
         ("don't" -> "didn't"), each with its confidence (``editspec.confidence``); with
         ``types``, each edit's ERRANT error type and message too (``error_types.typed``: spaCy
         parses the texts with edits, so it costs a second to load and a few ms a text).
         ``alternatives``: up to that many other replacements per edit from the T5's beam n-best
-        (``nbest.alternatives``; a beam search of ``nbest.ALTERNATIVES`` beams besides the correction)."""
+        (``nbest.alternatives``: from the ``nbest`` hypotheses when asked for, else a beam search of
+        ``nbest.ALTERNATIVES`` beams besides the correction). ``nbest``: each line's that many best
+        hypotheses with their scores (``Correction.nbest``), kept from the beam search of
+        ``num_beams`` beams that produced the output (``editspec.nbest``)."""
         if alternatives and self.bundle.t5 is None:
             raise EditspecError("alternatives come from the T5's beam search: this corrector has no T5 (mode edit5)")
-        outputs, spans, scored = self._correct(texts, progress, level, detailed=True)
+        if nbest and self.num_beams < max(2, nbest):
+            raise EditspecError(f"n-best lists are a beam search's: {nbest} of them need num_beams >= "
+                                f"{max(2, nbest)}, not {self.num_beams}")
+        outputs, spans, scored, hyps = self._correct(texts, progress, level, detailed=True, nbest=nbest)
         with self.timings("diff"):
             corrections = []
             it = iter(scored)
@@ -264,15 +274,15 @@ class Corrector:
                 shown = Correction.shown(text, out)
                 edits = confidence.spread(shown.edits, [(a, e) for a, c in units if c is not None for e in c.edits])
                 corrections.append(Correction(text, out, edits))
+        if nbest:
+            lines = rejoined(texts, spans, hyps, nbest)
+            corrections = [replace(c, nbest=tuple(h)) for c, h in zip(corrections, lines)]
         if alternatives:
-            from editspec import nbest
-
             with self.timings("alternatives"):
                 changed = [k for k, c in enumerate(corrections) if c.edits]
-                found = nbest.alternatives([corrections[k] for k in changed],
-                                           nbest.line_hypotheses(self, [texts[k] for k in changed], nbest.ALTERNATIVES),
-                                           alternatives)
-                for k, c in zip(changed, found):
+                hypotheses = ([list(corrections[k].nbest) for k in changed] if nbest else
+                              line_hypotheses(self, [texts[k] for k in changed], ALTERNATIVES))
+                for k, c in zip(changed, other_spans([corrections[k] for k in changed], hypotheses, alternatives)):
                     corrections[k] = c
         if not types:
             return corrections
@@ -280,9 +290,10 @@ class Corrector:
             return error_types.typed(corrections)
 
     def _correct(self, texts: Sequence[str], progress: Callable[[int], None] | None, level: str | None,
-                 detailed: bool) -> tuple[list[str], list, list[Correction | None]]:
-        """(outputs, each line's unit spans, each unit's scored correction or None): the chain, with
-        the confidences found where they are shown or a level's ``min_confidence`` needs them."""
+                 detailed: bool, nbest: int = 0) -> tuple[list[str], list, list[Correction | None], list[Hyps]]:
+        """(outputs, each line's unit spans, each unit's scored correction or None, each unit's
+        ``nbest`` hypotheses): the chain, with the confidences found where they are shown or a
+        level's ``min_confidence`` needs them, and with ``nbest``, the beam search's hypotheses."""
         if isinstance(texts, str):
             raise TypeError("correct() takes a list of texts, not one string")
         settings = self.level_of(level)
@@ -292,7 +303,9 @@ class Corrector:
             units = segment.unit_texts(texts, spans)
             places = segment.places(texts, spans)
         trace: dict = {}
-        outputs = self.correct_units(units, progress, places, memo, settings, trace)
+        outputs = self.correct_units(units, progress, places, memo, settings, trace, nbest)
+        # a unit no search read (over a limit; an empty line has none): every hypothesis as written
+        hyps = [trace.get("nbest", {}).get(i, [(u, 0.0)] * nbest) for i, u in enumerate(units)]
         scored: list[Correction | None] = [None] * len(units)
         if detailed or settings.min_confidence > 0:
             with self.timings("confidence"):
@@ -300,7 +313,7 @@ class Corrector:
                 if settings.min_confidence > 0:
                     outputs, scored = self.keep_sure(units, outputs, scored, settings.min_confidence)
         with self.timings("rejoin"):
-            return segment.rejoin_lines(texts, spans, outputs), spans, scored
+            return segment.rejoin_lines(texts, spans, outputs), spans, scored, hyps
 
     def confidences(self, units: Sequence[str], read: Sequence[str], outputs: Sequence[str],
                     cache: dict | None = None) -> list[Correction | None]:
@@ -377,16 +390,16 @@ class Corrector:
 
     def correct_units(self, units: Sequence[str], progress: Callable[[int], None] | None = None,
                       places: Sequence[segment.Place] | None = None, memo: dict | None = None,
-                      level: Level | None = None, trace: dict | None = None) -> list[str]:
+                      level: Level | None = None, trace: dict | None = None, nbest: int = 0) -> list[str]:
         """The units after the last of ``rounds`` rounds (see ``correct_rounds``)."""
         out = list(units)
-        for out in self.correct_rounds(units, progress, places, memo, level, trace):
+        for out in self.correct_rounds(units, progress, places, memo, level, trace, nbest):
             pass
         return out
 
     def correct_rounds(self, units: Sequence[str], progress: Callable[[int], None] | None = None,
                        places: Sequence[segment.Place] | None = None, memo: dict | None = None,
-                       level: Level | None = None, trace: dict | None = None) -> Iterator[list[str]]:
+                       level: Level | None = None, trace: dict | None = None, nbest: int = 0) -> Iterator[list[str]]:
         """All units after each of the ``rounds`` rounds (after spelling, if on; ``places`` as in
         ``spelling.respell_all``, from ``segment.places``; ``memo``: encodings made already, as
         ``tokens.encode`` keeps them).
@@ -397,7 +410,8 @@ class Corrector:
         respelled if ``spelling``: the dictionary does not lose its place). ``progress`` counts
         the first round, which reads every unit. ``level``: its decode and rescoring settings
         (None: ``self.level``'s). ``trace``, a dict: gets "spelled" (the units after spelling) and
-        "scores" (the last round's rescoring scores, by (source, target) text).
+        "scores" (the last round's rescoring scores, by (source, target) text) and, with ``nbest``,
+        "nbest": each unit's ``nbest`` best hypotheses from the last round that decoded it (by unit).
         """
         level = self.level_of(None) if level is None else level
         trace = {} if trace is None else trace
@@ -413,8 +427,11 @@ class Corrector:
             if round_:
                 self.timings.next_round()
             trace["scores"] = {}
+            found = Found(nbest) if nbest else None
             fixed = self.correct_round([out[i] for i in todo], progress if round_ == 0 else None, memo,
-                                       level, trace["scores"])
+                                       level, trace["scores"], found)
+            if found is not None:
+                trace.setdefault("nbest", {}).update((todo[k], h) for k, h in found.units.items())
             out, changed = list(out), []  # a new list: the one yielded before stays as it was
             for i, text in zip(todo, fixed):
                 if text != out[i]:
@@ -425,16 +442,17 @@ class Corrector:
         self.bundle.keep_draft_costs(self.batch_size)
 
     def correct_round(self, units: Sequence[str], progress: Callable[[int], None] | None = None,
-                      memo: dict | None = None, level: Level | None = None, scores: dict | None = None) -> list[str]:
+                      memo: dict | None = None, level: Level | None = None, scores: dict | None = None,
+                      found: Found | None = None) -> list[str]:
         """One round over ``units``: each tokenized once and decoded, its output's edits found
         once, then judged by the checks and rescoring in turn, each undoing those it finds wrong.
         A unit some model cannot read whole (one character that NFKC makes many tokens) stays.
         ``level``: the copy penalty of the decode and rescoring's margin; ``scores``: gets
-        rescoring's scores by (source, target) text."""
+        rescoring's scores by (source, target) text; ``found``: each unit's hypotheses (beam search)."""
         level = self.level_of(None) if level is None else level
         encoded, order = self.tokenize(units, memo)
         known = rescoring.Known()  # the decode's own scores: rescoring reads them, no forced pass
-        changes = dict(self.decode_units(units, encoded, order, progress, known, level.copy_penalty))
+        changes = dict(self.decode_units(units, encoded, order, progress, known, level.copy_penalty, found))
         with self.timings("edits"):
             changes = {i: Correction.of(units[i], text) for i, text in changes.items()}
         with self.timings("guard"):
@@ -463,30 +481,38 @@ class Corrector:
 
     def decode_units(self, units: Sequence[str], encoded: Sequence[Encoded], order: Sequence[int],
                      progress: Callable[[int], None] | None, known: rescoring.Known,
-                     copy_penalty: float = 0.0) -> Iterator[tuple[int, str]]:
+                     copy_penalty: float = 0.0, found: Found | None = None) -> Iterator[tuple[int, str]]:
         """(unit, the model's output text) for the units in ``order``: EdiT5 ``batch_size`` units at
         a time; T5 all of them through the core's ``batch_size`` slots, where a finished unit's
-        slot takes the next waiting one at once. ``progress`` gets each unit's characters once done."""
+        slot takes the next waiting one at once. ``progress`` gets each unit's characters once done;
+        ``found`` each unit's beam hypotheses."""
         for batch in self._mode.batches(order, self.batch_size):
             each = progress is not None and self._mode.slotted  # progress as each unit is done
             done = (lambda k, batch=batch: progress(len(units[batch[k]]))) if each else None
-            yield from zip(batch, self.decode([encoded[i] for i in batch], done, known, copy_penalty))
+            texts = self.decode([encoded[i] for i in batch], done, known, copy_penalty, found)
+            if found is not None:
+                found.units.update(zip(batch, found.rows))
+            yield from zip(batch, texts)
             if progress is not None and not each:
                 progress(sum(len(units[i]) for i in batch))
 
     def decode(self, encoded: Sequence[Encoded], done: Callable[[int], None] | None = None,
-               known: rescoring.Known | None = None, copy_penalty: float = 0.0) -> list[str]:
+               known: rescoring.Known | None = None, copy_penalty: float = 0.0,
+               found: Found | None = None) -> list[str]:
         """The model's output text per unit (the mode's ``run``, then its ``render``); ``done(k)``
         once unit k is decoded (T5 modes). With ``rescore`` (and ``reuse_scores``), ``known`` records the
         decode's scores (``rescoring.Known.record``): a forced pass's bit for bit where
         ``decoder.exact_windows`` (bf16); in float32 the kernels of a window and of a step differ in
         the last bits (~1e-6 of a log P), so an edit whose variant ties the output that closely may
-        be judged otherwise than with every pair forced (reports/speed.md, issue 71: how often)."""
+        be judged otherwise than with every pair forced (reports/speed.md, issue 71: how often).
+        ``found``: its ``rows`` get each unit's ``found.k`` best (text, score) of the beam search."""
         mode = self._mode
         if not encoded:
             return []
         # beam search: no greedy drafter, no greedy scores (rescoring forces its passes)
-        beams = beam_settings(self.num_beams, self.mode) if self.num_beams > 1 else None
+        beams = beam_settings(self.num_beams, self.mode, found.k if found else 1) if self.num_beams > 1 else None
+        if found is not None and beams is None:
+            raise EditspecError("n-best lists are a beam search's: num_beams must be 2 or more")
         scores = known is not None and self.rescore and self.reuse_scores and self.output_kind == "t5" and not beams
         with torch.inference_mode(), self.timings(mode.step):  # the model parts inside: see profiling.pipeline
             drafter = self._drafter(encoded) if mode.drafts and not beams else None
@@ -495,6 +521,9 @@ class Corrector:
         if scores:  # T5 modes: one decode a round, so one set of widths
             known.record([e.ids for e in encoded], outputs, stats, self.bundle.t5_tokenizer.eos_token_id)
         with self.timings("render"):
+            if found is not None:  # each unit's hypotheses, rendered as its output is
+                found.rows = [list(zip(mode.render(self.bundle, [e] * len(best), [h.ids for h in best]),
+                                       [h.score for h in best])) for e, best in zip(encoded, stats.hypotheses)]
             return mode.render(self.bundle, encoded, outputs)
 
     def check(self, c: Correction, encoded: Encoded) -> Correction:

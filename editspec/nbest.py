@@ -1,19 +1,24 @@
 """Each line's K best corrections with their scores: the T5's beam search n-best (``decoding.beam``).
 
+``Corrector.correct_detailed(texts, nbest=K)`` (``editspec correct --beam N --nbest K``) keeps them
+from the beam search that produces the output (``Found``, filled by the decode; one search):
+
     line       "He go home.  I likes it."
     units      "He go home." | "I likes it."        (the corrector's segmenting and limits)
     beams      each unit's K best hypotheses, scored log P / length ** length_penalty
     lines      hypothesis k: each unit's k-th, rejoined with the line's own spacing; its score the
                units' scores summed (a line of one sentence: exactly the beam search's n-best)
 
-The hypotheses are the model's, as it scores them: the corrector's spelling, guard and rescoring
-steps shape its one output (``Corrector.correct``), not these lists. A unit the model cannot read
-whole (over its limit) is every hypothesis as written, scored 0.
+The hypotheses are the model's, as it scores them, of each unit as it read it (after the spelling
+step, in the round that decoded it last): the guard and rescoring shape the one output
+(``Corrector.correct``), not these lists. A unit the model cannot read whole (over its limit) is
+every hypothesis as written, scored 0. ``line_hypotheses`` runs a search of its own, on the lines
+as written: the edits' ``alternatives`` when the output is greedy.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import torch
@@ -26,7 +31,33 @@ from editspec.pre import segment
 from editspec.tokenization.tokens import encode, render_ids
 
 
-def line_hypotheses(corrector, texts: Sequence[str], k: int) -> list[list[tuple[str, float]]]:
+Hyps = list[tuple[str, float]]  # K (text, score), best first
+
+
+@dataclass
+class Found:
+    """The ``k`` best of each unit a beam search decoded, as the corrector's decode renders them:
+    ``rows``, the last decode's, in its order; ``units``, by unit (``Corrector.decode_units``)."""
+
+    k: int
+    rows: list[Hyps] = field(default_factory=list)
+    units: dict[int, Hyps] = field(default_factory=dict)
+
+
+def rejoined(texts: Sequence[str], spans: Sequence[Sequence[segment.Span]], hyps: Sequence[Hyps],
+             k: int) -> list[Hyps]:
+    """Per line, its ``k`` hypotheses: the k-th, its units' k-th (``hyps``, one list a unit in
+    ``segment.unit_texts`` order) rejoined with the line's own spacing, scored their sum."""
+    texts_k = [segment.rejoin_lines(texts, spans, [h[j][0] for h in hyps]) for j in range(k)]
+    out, at = [], 0
+    for n, line_spans in enumerate(spans):
+        mine = hyps[at: at + len(line_spans)]
+        out.append([(texts_k[j][n], sum(h[j][1] for h in mine)) for j in range(k)])
+        at += len(line_spans)
+    return out
+
+
+def line_hypotheses(corrector, texts: Sequence[str], k: int) -> list[Hyps]:
     """Per line of ``texts``, its ``k`` best (text, score), best first, from a beam search of
     ``max(k, corrector.num_beams)`` beams on the corrector's T5, ``batch_size`` sentences at a time."""
     if corrector.bundle.t5 is None:
@@ -45,13 +76,7 @@ def line_hypotheses(corrector, texts: Sequence[str], k: int) -> list[list[tuple[
                                  decoders=corrector.bundle.decoders)
     for i, best in zip(readable, found):
         hyps[i] = [(render_ids(tok, encoded[i], h.ids), h.score) for h in best]
-    texts_k = [segment.rejoin_lines(texts, spans, [h[j][0] for h in hyps]) for j in range(k)]
-    out, at = [], 0
-    for n, line_spans in enumerate(spans):
-        mine = hyps[at: at + len(line_spans)]
-        out.append([(texts_k[j][n], sum(h[j][1] for h in mine)) for j in range(k)])
-        at += len(line_spans)
-    return out
+    return rejoined(texts, spans, hyps, k)
 
 
 ALTERNATIVES = 4  # beams whose n-best gives an edit's alternatives

@@ -553,8 +553,8 @@ def test_cli_stdin_streams_in_blocks(models, monkeypatch, capsysbinary):
     monkeypatch.setattr(files, "BLOCK_LINES", 2)
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(INPUT.encode())))
     calls = []
-    real = Corrector.correct_detailed
-    monkeypatch.setattr(Corrector, "correct_detailed", lambda self, texts, **kw: calls.append(len(texts))
+    real = Corrector.correct  # text output: the outputs alone (no confidences to show)
+    monkeypatch.setattr(Corrector, "correct", lambda self, texts, **kw: calls.append(len(texts))
                         or real(self, texts, **kw))
     rc, out, _ = run_cli(capsysbinary, "-", "--model", models / "identity")
     assert rc == 0 and out == INPUT.encode() and calls == [2, 2, 1]
@@ -609,7 +609,7 @@ def test_cli_output_file_is_atomic(models, tmp_path, monkeypatch, capsysbinary):
     # interrupted after the first block was written: the old file stays, no temp file is left
     dst.write_text("previous")
     monkeypatch.setattr(files, "BLOCK_LINES", 2)
-    real, calls = Corrector.correct_detailed, []
+    real, calls = Corrector.correct, []
 
     def interrupted(self, texts, **kw):
         calls.append(1)
@@ -617,7 +617,7 @@ def test_cli_output_file_is_atomic(models, tmp_path, monkeypatch, capsysbinary):
             raise KeyboardInterrupt
         return real(self, texts, **kw)
 
-    monkeypatch.setattr(Corrector, "correct_detailed", interrupted)
+    monkeypatch.setattr(Corrector, "correct", interrupted)
     rc, _, err = run_cli(capsysbinary, src, "-o", dst, "--model", models / "identity")
     assert rc == 130 and "interrupted" in err
     assert dst.read_text() == "previous" and sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.txt"]

@@ -33,10 +33,11 @@ from editspec.tokenization.edits import Edits, realize_aligned
 from editspec.tokenization.tokens import Encoded, encode, render, render_ids
 
 
-def beam_settings(num_beams: int, mode: str | None) -> BeamSettings:
-    """The corrector's beam search of ``num_beams`` beams (one line of error if it cannot be): the
-    T5 modes' (mode None: not known yet); transformers' defaults otherwise."""
-    settings = BeamSettings(num_beams)
+def beam_settings(num_beams: int, mode: str | None, num_return: int = 1) -> BeamSettings:
+    """The corrector's beam search of ``num_beams`` beams returning the ``num_return`` best (one
+    line of error if it cannot be): the T5 modes' (mode None: not known yet); transformers'
+    defaults otherwise."""
+    settings = BeamSettings(num_beams, num_return)
     if num_beams > 1 and mode is not None and not RUNNERS[mode].slotted:
         raise EditspecError(f"beam search is the T5's: mode {mode} has none (use --mode t5 or speculative)")
     return settings
@@ -134,11 +135,13 @@ class T5Runner:
             copy_penalty: float = 0.0) -> tuple[list[list[int]], core.SpecStats]:
         """(outputs, the core's counts); ``done(k)`` once row k is decoded; ``window``, ``scores``
         (each row's log P in the counts) and ``copy_penalty`` as ``core.generate``'s. ``beams``: the
-        best hypothesis of a beam search instead (``beam.generate``, ``slots`` sentences of K rows)."""
+        best hypothesis of a beam search instead (``beam.generate``, ``slots`` sentences of K rows;
+        the counts' ``hypotheses`` hold its ``num_return`` best)."""
         eos = models.t5_tokenizer.eos_token_id
         if beams is not None:
             hyps, stats = beam.generate(models.t5, [e.ids + [eos] for e in encoded], beams, slots,
                                         self.budgets(encoded), done=done, decoders=models.decoders)
+            stats.hypotheses = hyps  # the n-best (``--nbest``) of the search that made the output
             return [h[0].ids for h in hyps], stats
         return core.generate(models.t5, [e.ids + [eos] for e in encoded], slots, drafter,
                              max_new_tokens=self.budgets(encoded), window=window, done=done, scores=scores,

@@ -56,6 +56,9 @@ class Correction:
     input: str
     output: str
     edits: list[Edit] = field(default_factory=list)
+    # (text, score) of the beam search's best hypotheses, best first, where asked for
+    # (``Corrector.correct_detailed(nbest=K)``, ``editspec.nbest``)
+    nbest: tuple[tuple[str, float], ...] = ()
 
     @classmethod
     def of(cls, text: str, output: str) -> Correction:
@@ -76,7 +79,10 @@ class Correction:
         return cls(text, output, diff(text, output, words=True))
 
     def as_dict(self) -> dict:
-        return {"input": self.input, "output": self.output, "edits": [edit_dict(e) for e in self.edits]}
+        out = {"input": self.input, "output": self.output, "edits": [edit_dict(e) for e in self.edits]}
+        if self.nbest:
+            out["nbest"] = [{"output": text, "score": score} for text, score in self.nbest]
+        return out
 
 
 def edit_dict(e: Edit) -> dict:

@@ -50,9 +50,15 @@ def hf_texts(t5_dir, lines, beams, n):
     return texts, scores
 
 
-def test_corrector_beams_and_jsonl_nbest_are_transformers(overfitted_t5, tokenizer, tmp_path, capsysbinary):
+def test_corrector_beams_and_jsonl_nbest_are_transformers(overfitted_t5, tokenizer, tmp_path, capsysbinary,
+                                                         monkeypatch):
     """A trained T5, one sentence a line: the corrector's output with num_beams=3 is transformers'
-    best beam, and jsonl's n-best lists its 3 hypotheses with their scores."""
+    best beam, and jsonl's n-best lists its 3 hypotheses with their scores, from that one search."""
+    from editspec.decoding import beam
+
+    searches = []
+    generate = beam.generate
+    monkeypatch.setattr(beam, "generate", lambda *a, **k: searches.append(1) or generate(*a, **k))
     model, sources, _ = overfitted_t5
     t5_dir = tmp_path / "t5"
     model.save_pretrained(t5_dir)
@@ -66,7 +72,9 @@ def test_corrector_beams_and_jsonl_nbest_are_transformers(overfitted_t5, tokeniz
     assert corrector.correct(lines) == [r[0] for r in ref]
     argv = ["correct", str(tmp_path / "in.txt"), "--t5", str(t5_dir), "--mode", "t5", "--dtype", "float32",
             "--beam", "3", "--nbest", "3", "--format", "jsonl", "--no-progress"]
+    searches.clear()
     assert cli.main(argv) == 0
+    assert len(searches) == 1  # the output's search gives the n-best: no second one
     records = [json.loads(x) for x in capsysbinary.readouterr()[0].decode().splitlines()]
     assert [r["output"] for r in records] == [r[0] for r in ref]
     # the same hypotheses; spacing as the corrector renders it (from the source), not as tokenizer.decode
@@ -106,3 +114,21 @@ def test_nbest_of_a_line_of_two_sentences_and_of_an_empty_line(overfitted_t5, to
     assert [t for t, _ in together] == [f"{x}  {y}" for (x, _), (y, _) in zip(*alone)]
     assert [s for _, s in together] == pytest.approx([x + y for (_, x), (_, y) in zip(*alone)])
     assert empty == [("", 0.0)] * 3
+    # the corrector's own search keeps the same lists (its output is the first hypothesis here)
+    kept = corrector.correct_detailed([a, b, f"{a}  {b}", ""], nbest=3)
+    want = [*alone, together, empty]
+    assert [[t for t, _ in c.nbest] for c in kept] == [[t for t, _ in h] for h in want]
+    assert [s for c in kept for _, s in c.nbest] == pytest.approx([s for h in want for _, s in h])
+    assert [c.output for c in kept] == [h[0][0] for h in [*alone, together, empty]]
+
+
+def test_nbest_needs_the_beams_it_lists(overfitted_t5, tokenizer, tmp_path):
+    model, _, _ = overfitted_t5
+    model.save_pretrained(tmp_path / "t5")
+    tokenizer.save_pretrained(tmp_path / "t5")
+    greedy = Corrector.from_pretrained(t5=tmp_path / "t5", mode="t5", dtype="float32")
+    with pytest.raises(EditspecError, match="need num_beams >= 2, not 1"):
+        greedy.correct_detailed(["x"], nbest=1)
+    two = Corrector.from_pretrained(t5=tmp_path / "t5", mode="t5", dtype="float32", num_beams=2)
+    with pytest.raises(EditspecError, match="need num_beams >= 3, not 2"):
+        two.correct_detailed(["x"], nbest=3)
