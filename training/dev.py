@@ -21,12 +21,11 @@ from rapidfuzz.distance import Indel
 from editspec.data.m2 import read_blocks
 from editspec.data.corpora import evenly_spaced
 from editspec.bundle import Bundle
-from editspec.decoding.runners import RUNNERS
+from editspec.config import CorrectorConfig
+from editspec.corrector import Corrector
 from editspec.evaluation.whole_set import evaluate as evaluate_corrections
 from editspec.evaluation.stats import detection_auc
 from editspec.modeling.modeling_edit5 import tag_margins
-from editspec.pre.spelling import respell_all
-from editspec.tokenization.tokens import encode
 from training.models import ModelKind, component_losses
 
 TOKEN = re.compile(r"\w+(?:['’.-]\w+)*|'\w+|\S", re.UNICODE)  # words (with inner ' . -), clitics, marks
@@ -73,27 +72,19 @@ class ApproxF05:
 
 
 def correct_fn_for(net, kind: ModelKind, tok, max_length: int, respell: bool = False):
-    """list[str] -> list[str] with the model being trained, for ``editspec.evaluation``: its kind's
-    mode (``decoding.runners``: greedy, each row's own output budget), as ``Corrector`` runs it; a
-    text of more than ``max_length`` ids with EOS stays as written, as the corrector keeps a unit
-    it cannot read whole. With ``respell``, after the spelling step (``editspec.pre.spelling``)."""
+    """list[str] -> list[str] with the model being trained, for ``editspec.evaluation``: a
+    ``Corrector`` on it, as ``editspec correct`` runs a checkpoint of one's own (its kind's mode,
+    greedy; segmenting, chunks of at most ``max_length`` ids with EOS, the checks; no guard, no
+    rescoring), ``DECODE_ROWS`` slots; with ``respell``, the spelling step and its check too."""
     models = Bundle(**{kind.name: net, f"{kind.name}_tokenizer": tok})  # its decoder goes with it
-    mode = RUNNERS[kind.name]
+    corrector = Corrector(models, CorrectorConfig(kind.name, spelling=respell), batch_size=DECODE_ROWS,
+                          max_length=max_length)
 
     def correct(texts: list[str]) -> list[str]:
-        texts = respell_all(texts) if respell else list(texts)
-        encoded = encode(tok, texts)
-        out = list(texts)
-        # longest first (EdiT5 batches pad less); T5: one call, its ``DECODE_ROWS`` slots refilled
-        fits = [i for i, e in enumerate(encoded) if len(e.ids) < max_length]
-        order = sorted(fits, key=lambda i: -len(encoded[i].ids))
-        for batch in mode.batches(order, DECODE_ROWS):
-            rows = [encoded[i] for i in batch]
-            outputs, _ = mode.run(models, rows, DECODE_ROWS)
-            for i, text in zip(batch, mode.render(models, rows, outputs)):
-                out[i] = text
-        models.decoders.release(net)  # the decoding core's cache goes: until the next evaluation, training needs the memory
-        return out
+        try:
+            return corrector.correct(list(texts))
+        finally:  # the decoding core's cache goes: until the next evaluation, training needs the memory
+            models.decoders.release(net)
 
     return correct
 

@@ -3,8 +3,8 @@
 Three ways through the same lines, taking turns ``repeats`` times after a warm-up, so that a
 change in machine load hits all of them alike (medians of the wall times)::
 
-    default      Corrector.correct_detailed as editspec correct runs it: the bundle's mode and
-                 settings (spelling, guard, rescoring, rounds), start-up not counted
+    default      Corrector.correct, as editspec correct runs it for text output: the bundle's
+                 mode and settings (spelling, guard, rescoring, rounds), start-up not counted
     t5           the same with --mode t5 (the same models and settings; the yardstick of
                  speculative decoding)
     ct2-greedy   CTranslate2's bare fp32 greedy decoding of the same lines: T5 ids in (tokenized
@@ -37,11 +37,11 @@ def t5_twin(corrector: Corrector) -> Corrector:
 
 
 def fresh_run(corrector: Corrector, lines: Sequence[str]) -> Callable[[], object]:
-    """``corrector.correct_detailed(lines)`` as a new process runs it: with the draft costs kept for
+    """``corrector.correct(lines)`` as a new process runs it: with the draft costs kept for
     its models (``Bundle.fresh_draft_costs``), not those of the turns before."""
     def run() -> object:
         corrector.bundle.fresh_draft_costs(corrector.batch_size)
-        return corrector.correct_detailed(list(lines))
+        return corrector.correct(list(lines))
 
     return run
 

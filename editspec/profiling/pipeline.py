@@ -1,9 +1,10 @@
 """Where each millisecond of ``editspec correct`` goes: the whole pipeline, step by step.
 
-``profile_pipeline(corrector, lines)`` corrects ``lines`` with ``Corrector.correct_detailed``
-(the path of ``editspec correct``: no copy of it here) after ``warmup`` untimed lines, with a
+``profile_pipeline(corrector, lines)`` corrects ``lines`` with ``Corrector.correct`` (the path
+of ``editspec correct``'s text output: no copy of it here; jsonl, tables and the server add the
+confidences and the word diff of ``correct_detailed``) after ``warmup`` untimed lines, with a
 ``timing.Timings`` as the corrector's ``timings``: the corrector names its own text steps
-(segment, spelling, tokenize, decode, render, edits, guard, rescore, rejoin, diff) and times its drafter
+(segment, spelling, tokenize, decode, render, edits, guard, rescore, rejoin) and times its drafter
 (``draft``: ``drafters.TimedDrafter``), and ``attach`` adds the model parts by hooks, without
 changing the code that is timed:
 
@@ -62,14 +63,14 @@ def attach(corrector: Corrector, timings: Timings) -> Callable[[], None]:
 def profile_pipeline(corrector: Corrector, lines: Sequence[str], warmup: int = 5) -> dict:
     """ms per pipeline step over ``lines`` (after ``warmup`` untimed lines), the wall time and
     sentences per second."""
-    corrector.correct_detailed(list(lines[:warmup]))
+    corrector.correct(list(lines[:warmup]))
     timings = Timings()
     detach = attach(corrector, timings)
     corrector.timings = timings
     try:
         start = time.perf_counter()
         with timings("other"):
-            corrector.correct_detailed(list(lines))
+            corrector.correct(list(lines))
         wall = (time.perf_counter() - start) * 1e3
     finally:
         corrector.timings = OFF
@@ -91,7 +92,7 @@ def profile_pipeline(corrector: Corrector, lines: Sequence[str], warmup: int = 5
 def markdown(p: dict) -> list[str]:
     """The pipeline section of report.md."""
     lines = [
-        "## Pipeline (`editspec correct`'s path, `Corrector.correct_detailed`)", "",
+        "## Pipeline (`editspec correct`'s path, `Corrector.correct`)", "",
         f"{p['lines']} lines, mode {p['mode']}, batch size {p['batch_size']}, rounds {p['rounds']}, "
         f"spelling {'on' if p['spelling'] else 'off'}, rescore {'on' if p['rescore'] else 'off'}"
         + (f"; models loaded in {p['load_seconds']:.2f} s" if p.get("load_seconds") is not None else "")

@@ -22,7 +22,7 @@ def test_pipeline_report(bundle, dev_m2, tmp_path):
     p = json.loads((out / "report.json").read_text())["pipeline"]
     assert p["lines"] == 5 and p["mode"] == "speculative" and p["batch_size"] == 2 and p["load_seconds"] > 0
     steps = p["steps"]
-    for name in ("segment", "tokenize", "encoder", "decoder", "draft", "decode", "render", "guard", "rejoin", "diff"):
+    for name in ("segment", "tokenize", "encoder", "decoder", "draft", "decode", "render", "guard", "rejoin"):
         assert steps[name]["ms"] > 0 and steps[name]["calls"] > 0, name
     assert sum(s["ms"] for s in steps.values()) == pytest.approx(p["wall_ms"], rel=0.02)  # exclusive: adds up
     assert "## Pipeline" in (out / "report.md").read_text()

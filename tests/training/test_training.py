@@ -515,8 +515,9 @@ def test_approximate_f05_scores_edits_against_the_source():
 
 
 def test_dev_scoring_decodes_as_the_corrector(tokenizer):
-    """Dev F0.5's corrections are the corrector's for the same model (its kind's mode, each row's own
-    budget), whatever the batching; a text over ``max_length`` ids stays as written, as there."""
+    """Dev F0.5's corrections are the corrector's for the same model (its kind's mode and raw
+    settings, each row's own budget), whatever the batching; a text over ``max_length`` ids is
+    corrected in sentences, as there."""
     from training.dev import correct_fn_for
 
     torch.manual_seed(0)
@@ -531,9 +532,10 @@ def test_dev_scoring_decodes_as_the_corrector(tokenizer):
                               batch_size=5, max_length=30)
         with mock.patch("training.dev.DECODE_ROWS", 3):
             got = correct_fn_for(model, models.ModelKind(kind), tokenizer, 30)(sources)
-        # the corrector's model output, before the steps after it (``keep_unreadable``, the guard)
-        assert got[:-1] == corrector.decode(encode(tokenizer, sources[:-1])) and got[-1] == sources[-1]
-        assert all(g != s for g, s in zip(got[:-1], sources)), kind  # random models rewrite
+        assert got == corrector.correct(sources)
+        # random models rewrite (the long text too); a unit with a character the tokenizer cannot
+        # read ("I xyz football.") may stay, as the corrector keeps what it cannot read
+        assert got[-1] != sources[-1] and sum(g != s for g, s in zip(got, sources)) >= len(sources) - 2, kind
 
 
 def test_respell_passes_sources_through_the_spelling_step(tmp_path):
