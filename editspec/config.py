@@ -173,7 +173,7 @@ class LoadOptions:
     mode ... level  the run-time settings (``CorrectorConfig``); None: the bundle's ``corrector_config.json``
                     (level: "default" or "picky", the level a call runs at when it names none)
     device          cpu, cuda, cuda:1, ...; None: cuda if available
-    dtype           float32 or bfloat16; None: bfloat16 on a CPU with bf16 units, else float32
+    dtype           float32 or bfloat16; None: float32 (``modeling.precision``: faster as a whole process)
     quantize        "int8" (CPU linears; lossy)
     batch_size      units decoded together (the decoding core's slots)
     max_length      model input tokens with EOS; None: the models' training length

@@ -695,8 +695,8 @@ def test_chunks_never_split_an_expanded_character(tokenizer):
 
 
 def test_shipped_models_correct_the_sample(capsysbinary):
-    """The bundle in the package: both models load (bf16 on disk, computed in the machine's default
-    type: bf16 with bf16 units, else fp32), the default mode
+    """The bundle in the package: both models load (bf16 on disk, computed in the default type,
+    fp32), the default mode
     is speculative, every line of the sample comes out with its spacing, speculative output is
     T5's greedy output, and the T5 mostly copies: a model that lost its weights, or a T5 that
     babbles, would change far more than a tenth of the characters."""

@@ -5,7 +5,7 @@
     python -m training.ship T5_SRC BUNDLE/t5 EDIT5_SRC BUNDLE/edit5     # several, in order, one process
 
 bf16 halves the size (the issue caps the shipped pair at 60 MB); ``Corrector`` computes in
-``precision.default_dtype`` (bf16 on a CPU with bf16 units, else fp32).
+``precision.default_dtype`` (fp32; ``--dtype bfloat16`` asks for bf16).
 The training metadata (training.json: step, dev score, max_length) travels with the weights.
 Replacing a shipped model keeps the EdiT5 confidence biases its ``config.json`` was tuned to
 (``RUN_TIME``, set by ``eval/tune_confidence.py``): a training checkpoint has none. The bundle's

@@ -53,12 +53,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--nbest", type=int, default=None, metavar="K",
                    help="with --format jsonl: each line's K best hypotheses of the T5's beam search with their "
                         "scores (log P / length; a line of several sentences: the k-th of each, scores summed), "
-                        "as the model gives them, before spelling, guard and rescoring; K <= --beam; costs a "
-                        "second decode")
+                        "kept from the beam search that made the output (of each sentence as the model read it, "
+                        "after the spelling step; before the guard and rescoring); K <= --beam")
     p.add_argument("--alternatives", action="store_true",
                    help="with --format jsonl: each edit's other replacements of its span (up to 2, best first) "
                         "from the T5's 4-beam n-best, as \"alternatives\"; costs a beam search besides the "
-                        "correction (about 2x the time: reports/confidence.md)")
+                        "correction (about 2x the time: reports/confidence.md); with --nbest, from its hypotheses")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                    help="colour for --format diff (auto: on a terminal, unless NO_COLOR is set)")
     p.add_argument("--column", default=None, metavar="NAME",

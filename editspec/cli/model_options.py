@@ -45,8 +45,8 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
                    help="torch CPU threads (default: up to 4, one per free core this process may use, shared "
                         "among the processes launched together; OMP_NUM_THREADS, when set, instead)")
     p.add_argument("--dtype", choices=DTYPE_CHOICES, default=None,
-                   help="compute type: float32 or bfloat16 (default: bfloat16 on a CPU with bf16 units, "
-                        "avx512_bf16 or amx_bf16, else float32; speculative output is the T5's greedy "
+                   help="compute type: float32 or bfloat16 (default: float32, faster as a whole process "
+                        "where measured, bf16 units or not; speculative output is the T5's greedy "
                         "output in the same type)")
     p.add_argument("--quantize", choices=QUANTIZATIONS, default=None,
                    help="int8: the linears in int8 (CPU only, float32); faster on long inputs and large "

@@ -1,23 +1,27 @@
-"""The models' compute type: bfloat16 where the CPU has bf16 units, else float32.
+"""The models' compute type: float32 unless ``--dtype`` asks for another (``DTYPES``).
 
-``--dtype`` names one (``DTYPES``); without it, ``default_dtype`` chooses by the machine:
+``default_dtype`` is float32 on every device:
 
-    CPU with avx512_bf16 or amx_bf16     bfloat16   oneDNN runs bf16 dot products natively: a verifier
-                                                    pass of the shipped T5 costs 1.3-1.8x less
-                                                    (reports/speed.md, "bf16 on these CPUs")
-    other CPUs (AVX2 only, ARM, macOS)   float32    bf16 is emulated there, and slower than fp32
-    CUDA                                 float32    bf16's speculative == greedy is tested on CPU only
-    --quantize int8                      float32    the int8 linears take float activations
+    CPU with avx512_bf16 (no AMX)    a whole ``editspec correct`` process of 500 W&I dev lines took
+                                     7.26 s in fp32 against 9.08 s in bf16 (1.25x, 5 pairs, Intel
+                                     Xeon, 2 threads; issue 71, reports/speed.md). bf16 verify
+                                     passes alone measured faster there (1.3-1.8x, "bf16 on these
+                                     CPUs"); the process around them is not: T5's layer norms and
+                                     the scores cast back and forth, and the encoder, rescoring and
+                                     the EdiT5 drafter gain nothing
+    other CPUs (AVX2 only, ARM)      bf16 is emulated there, and slower than fp32
+    CUDA                             bf16's speculative == greedy is tested on CPU only
+    --quantize int8                  the int8 linears take float activations
 
+fp32 also gives one output on every CPU (bf16 rounds by the kernels a CPU has). ``--dtype
+bfloat16`` stays for CPUs with AMX tiles (``amx_bf16``; none measured here): time both there.
 Every command that loads models through ``Corrector`` follows it (correct, eval, serve, profile,
 the ``eval/tune_*`` scripts, ``training.lease distill``); training does not. ``float64`` is
-accepted too (tests and profiles), never a default.
-
-torch says whether oneDNN *can* run bf16 (``torch.ops.mkldnn._is_mkldnn_bf16_supported`` is true
-on any AVX-512 CPU, emulated or not), not whether the CPU has the units, so the flags come from
-``/proc/cpuinfo`` (Linux; elsewhere float32). Speculative output stays the T5's greedy output in
-the type chosen (``editspec.decoding.decoder``); bf16 scored within noise of float32, or above it
-(JFLEG), on all four evaluation sets (the model card, "bf16 by default").
+accepted too (tests and profiles). ``cpu_has_bf16`` reads ``/proc/cpuinfo``'s flags (torch's
+``_is_mkldnn_bf16_supported`` is true on any AVX-512 CPU, emulated or not): reports name whether
+the CPU has the units. Speculative output stays the T5's greedy output in the type chosen
+(``editspec.decoding.decoder``); bf16 scored within noise of float32 on all four evaluation sets
+(the model card).
 """
 
 from __future__ import annotations
@@ -48,9 +52,7 @@ def cpu_has_bf16(cpuinfo: Path = CPUINFO) -> bool:
 
 
 def default_dtype(device: torch.device, quantize: str | None = None) -> torch.dtype:
-    """The compute type when none is asked for (see the module docstring)."""
-    if device.type == "cpu" and quantize is None and cpu_has_bf16():
-        return torch.bfloat16
+    """The compute type when none is asked for: float32 (see the module docstring)."""
     return torch.float32
 
 

@@ -45,8 +45,8 @@ def load_t5(
         raise EditspecError(f"{path} is not a model directory (no config.json)")
     ours = not transformers and supported(path) is None and fast.readable(path)
     try:
-        # fp32 unless asked (``Corrector`` asks for ``precision.default_dtype``): shipped weights
-        # are bf16 to stay small, and CPUs without bf16 units compute fp32 faster
+        # fp32 unless asked (``Corrector`` asks for ``precision.default_dtype``, fp32 too): shipped
+        # weights are bf16 to stay small; a whole process computes faster in fp32 (issue 71)
         if ours:
             model = InferenceT5.from_pretrained(path, dtype)
         else:

@@ -19,9 +19,12 @@ and, each turn, ``python -c "import torch"``: the floor under any process of edi
 What editspec measures once per machine (the spelling index, the pass and draft costs in
 ``editspec.cache``) is made by untimed warm-up processes first: one of each command on the first
 64 lines of each size; the report says so, and times a first process on a machine apart only if
-asked (``cold``: 1 line, an empty cache). The goals of issue 60 are checked on the medians,
-against the faster CTranslate2 script: 1 line within 1.5 s, 500 lines faster than the
-CTranslate2 script, 2,000 lines 1.5x it and 2x ``--mode t5``.
+asked (``cold``: 1 line, an empty cache). Before timing, the peer's output is checked: each size's
+lines as the script writes them against the T5's raw greedy output (``--mode t5`` without the
+spelling step, the guard or rescoring: the same model, decoded alike), untimed; the report gives
+the share that is the same. The goals of issue 71 are checked on the medians, against the faster
+CTranslate2 script: 1 line within ``import torch`` + 0.4 s, 500 lines at least as fast as the
+script, 2,000 lines 1.5x it and 2x ``--mode t5``, a first process within 2x a warm one.
 """
 
 from __future__ import annotations
@@ -47,8 +50,10 @@ from editspec.tokenization.tokens import tokenizer_path
 
 SCRIPT = Path(__file__).with_name("ct2_script.py")
 WARMUP_LINES = 64  # a warm-up input of 64 lines fills every slot count a size uses (batch size 16)
-GOALS = {1: "1 line within 1.5 s", 500: "500 lines faster than the CTranslate2 script",
-         2000: "2,000 lines at 1.5x the CTranslate2 script and 2x --mode t5"}
+GOALS = {1: "1 line within `import torch` + 0.4 s", 500: "500 lines at least as fast as the CTranslate2 script",
+         2000: "2,000 lines at 1.5x the CTranslate2 script and 2x --mode t5",
+         "cold": "a first process (empty cache, 1 line) within 2x a warm one"}
+RAW = ["--mode", "t5", "--no-spelling", "--no-rescore", "--max-edit-words", "0"]  # the T5's bare greedy output
 
 
 def commands(input_file: Path, output_file: Path, threads: int, ct2_dir: Path | None, tokenizer: Path,
@@ -70,6 +75,12 @@ def peer(median: dict[str, float]) -> float | None:
     """The CTranslate2 script's median at its faster thread count (None: not run)."""
     times = [median[name] for name in ("ct2", "ct2-1") if name in median]
     return min(times) if times else None
+
+
+def same_lines(a: Path, b: Path) -> tuple[int, int]:
+    """(lines of ``a`` equal to ``b``'s, spacing aside: the script decodes ids to text its own way; lines)."""
+    ours, theirs = (f.read_text(encoding="utf-8").splitlines() for f in (a, b))
+    return sum(" ".join(x.split()) == " ".join(y.split()) for x, y in zip(ours, theirs)), len(ours)
 
 
 def timed(command: list[str], env: dict | None = None) -> tuple[float, float]:
@@ -97,6 +108,7 @@ def processes(data: str | os.PathLike, sizes: Sequence[int] = (1, 500, 2000), tu
     args = [*(("--model", model) if model else ()), *model_args]
     load: list[float] = []
     floor: list[float] = []  # python -c "import torch", once a turn
+    checked: dict[int, dict] = {}  # the peer's output against the T5's raw greedy output
     runs: dict[int, dict[str, list[float]]] = {}
     cpu: dict[int, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory(prefix="editspec-processes-") as tmp:
@@ -109,6 +121,12 @@ def processes(data: str | os.PathLike, sizes: Sequence[int] = (1, 500, 2000), tu
             warm.write_text("\n".join(sources[:min(n, WARMUP_LINES)]) + "\n", encoding="utf-8")
             for command in commands(warm, work / f"warm-{n}", threads, ct2_dir, tokenizer, args).values():
                 timed(command)
+            if ct2_dir is not None:  # is the peer right? its output on the whole input, untimed
+                ways = commands(inputs[n], work / f"check-{n}", threads, ct2_dir, tokenizer, args)
+                timed([*ways["default"][:-2], *RAW, "-o", str(work / f"check-{n}.raw")])
+                timed(ways["ct2-1" if "ct2-1" in ways else "ct2"])
+                same, total = same_lines(work / f"check-{n}.raw", Path(ways.get("ct2-1", ways["ct2"])[-2]))
+                checked[n] = {"same": same, "lines": total}
         first = None
         if cold:  # a first process on a machine: the caches empty
             with tempfile.TemporaryDirectory(prefix="editspec-cache-") as empty:
@@ -133,26 +151,30 @@ def processes(data: str | os.PathLike, sizes: Sequence[int] = (1, 500, 2000), tu
         "model": model, "ct2": ct2_dir is not None, "ct2_unavailable": why, "runs": runs, "cpu_seconds": cpu,
         "median": median, "default_equals_t5": same, "load_average": {"mean": statistics.mean(load), "max": max(load)},
         "cold_1_line": None if first is None else {"wall": first[0], "cpu": first[1]},
-        "import_torch": {"runs": floor, "median": statistics.median(floor)},
+        "import_torch": {"runs": floor, "median": statistics.median(floor)}, "peer_checked": checked,
     }
     report["ratios"] = {n: {f"{name}_over_default": m[name] / m["default"] for name in m if name != "default"}
                         for n, m in median.items()}
     for n, m in median.items():
         if peer(m) is not None:
             report["ratios"][n]["peer_over_default"] = peer(m) / m["default"]
-    report["goals"] = goals(median)
+    report["goals"] = goals(median, report["import_torch"]["median"], report["cold_1_line"])
     return report
 
 
-def goals(median: dict[int, dict[str, float]]) -> list[dict]:
-    """Issue 60's goals on the medians: what each asks, what was measured, met or not."""
+def goals(median: dict[int, dict[str, float]], import_torch: float, cold: dict | None = None) -> list[dict]:
+    """Issue 71's goals on the medians: what each asks, what was measured, met or not."""
     out = []
     if 1 in median:
         s = median[1]["default"]
-        out.append({"goal": GOALS[1], "measured": f"{s:.2f} s", "met": s <= 1.5})
+        out.append({"goal": GOALS[1], "measured": f"{s:.2f} s ({import_torch:.2f} + {s - import_torch:.2f})",
+                    "met": s <= import_torch + 0.4})
+        if cold is not None:
+            r = cold["wall"] / s
+            out.append({"goal": GOALS["cold"], "measured": f"{cold['wall']:.2f} s, {r:.2f}x", "met": r <= 2.0})
     if 500 in median and peer(median[500]) is not None:
         r = peer(median[500]) / median[500]["default"]
-        out.append({"goal": GOALS[500], "measured": f"{r:.2f}x the script", "met": r > 1.0})
+        out.append({"goal": GOALS[500], "measured": f"{r:.2f}x the script", "met": r >= 1.0})
     if 2000 in median and peer(median[2000]) is not None:
         m = median[2000]
         r, t = peer(m) / m["default"], m["t5"] / m["default"]
@@ -188,6 +210,10 @@ def markdown(r: dict) -> list[str]:
     if r.get("cold_1_line"):
         c = r["cold_1_line"]
         lines.append(f"A first process on a machine (empty cache, 1 line): {c['wall']:.2f} s ({c['cpu']:.2f} s CPU).")
+    for n, c in r.get("peer_checked", {}).items():
+        lines.append(f"The script's output at {int(n):,} lines: {c['same']:,} of {c['lines']:,} the same as the T5's raw "
+                     f"greedy output (`--mode t5` without spelling, guard, rescoring; spacing aside; the rest: "
+                     f"budgets, the script decodes up to 256 tokens where a degenerate output loops).")
     if r.get("ct2_unavailable"):
         lines.append(f"CTranslate2 not run: {r['ct2_unavailable']}.")
     return lines + [""]

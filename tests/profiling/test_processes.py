@@ -25,14 +25,20 @@ def test_processes_report(bundle, dev_m2, tmp_path):
         assert report["ratios"][n]["peer_over_default"] == report["ratios"][n]["ct2_over_default"]  # 1 thread: one script
     assert len(report["import_torch"]["runs"]) == 2 and report["import_torch"]["median"] > 0
     assert [g["goal"] for g in report["goals"]] == [processes.GOALS[1]]
+    # the peer's output was checked against the T5's raw greedy output before timing: the same model
+    assert report["peer_checked"]["1"] == {"same": 1, "lines": 1}
     text = (out / "processes.md").read_text()
     assert "| 1 |" in text and "CTranslate2" in text and "equals" in text and "import torch" in text
+    assert "1 of 1 the same as the T5's raw greedy output" in text
 
 
 def test_goals_are_read_off_the_medians():
     median = {1: {"default": 1.2}, 500: {"default": 4.0, "t5": 6.0, "ct2": 4.1},
               2000: {"default": 8.0, "t5": 17.0, "ct2": 11.9}}
-    assert [g["met"] for g in processes.goals(median)] == [True, True, False]  # 11.9 / 8 < 1.5
+    assert [g["met"] for g in processes.goals(median, 0.9)] == [True, True, False]  # 11.9 / 8 < 1.5
+    assert [g["met"] for g in processes.goals(median, 0.7)][0] is False  # 1.2 > 0.7 + 0.4
+    cold = [g["met"] for g in processes.goals({1: {"default": 1.2}}, 0.9, {"wall": 2.5, "cpu": 2.0})]
+    assert cold == [True, False]  # a first process 2.5 / 1.2 > 2x a warm one
 
 
 def test_the_peer_is_the_faster_script():
@@ -43,4 +49,4 @@ def test_the_peer_is_the_faster_script():
         {"default", "t5", "ct2"}
     median = {500: {"default": 4.0, "t5": 6.0, "ct2": 9.0, "ct2-1": 3.9},
               2000: {"default": 8.0, "t5": 17.0, "ct2": 30.0, "ct2-1": 12.5}}
-    assert [g["met"] for g in processes.goals(median)] == [False, True]  # 3.9 < 4.0; 12.5 / 8 >= 1.5
+    assert [g["met"] for g in processes.goals(median, 1.0)] == [False, True]  # 3.9 < 4.0; 12.5 / 8 >= 1.5
