@@ -265,7 +265,9 @@ class Corrector:
         if nbest and self.num_beams < max(2, nbest):
             raise EditspecError(f"n-best lists are a beam search's: {nbest} of them need num_beams >= "
                                 f"{max(2, nbest)}, not {self.num_beams}")
-        outputs, spans, scored, hyps = self._correct(texts, progress, level, detailed=True, nbest=nbest)
+        # the search keeps enough for the alternatives too (as many as their own search would give)
+        k = max(nbest, min(ALTERNATIVES, self.num_beams)) if nbest and alternatives else nbest
+        outputs, spans, scored, hyps = self._correct(texts, progress, level, detailed=True, nbest=k)
         with self.timings("diff"):
             corrections = []
             it = iter(scored)
@@ -274,16 +276,16 @@ class Corrector:
                 shown = Correction.shown(text, out)
                 edits = confidence.spread(shown.edits, [(a, e) for a, c in units if c is not None for e in c.edits])
                 corrections.append(Correction(text, out, edits))
+        lines = rejoined(texts, spans, hyps, k) if nbest else []
         if nbest:
-            lines = rejoined(texts, spans, hyps, nbest)
-            corrections = [replace(c, nbest=tuple(h)) for c, h in zip(corrections, lines)]
+            corrections = [replace(c, nbest=tuple(h[:nbest])) for c, h in zip(corrections, lines)]
         if alternatives:
             with self.timings("alternatives"):
-                changed = [k for k, c in enumerate(corrections) if c.edits]
-                hypotheses = ([list(corrections[k].nbest) for k in changed] if nbest else
-                              line_hypotheses(self, [texts[k] for k in changed], ALTERNATIVES))
-                for k, c in zip(changed, other_spans([corrections[k] for k in changed], hypotheses, alternatives)):
-                    corrections[k] = c
+                changed = [n for n, c in enumerate(corrections) if c.edits]
+                hypotheses = ([lines[n] for n in changed] if nbest else
+                              line_hypotheses(self, [texts[n] for n in changed], ALTERNATIVES))
+                for n, c in zip(changed, other_spans([corrections[n] for n in changed], hypotheses, alternatives)):
+                    corrections[n] = c
         if not types:
             return corrections
         with self.timings("types"):
@@ -304,8 +306,10 @@ class Corrector:
             places = segment.places(texts, spans)
         trace: dict = {}
         outputs = self.correct_units(units, progress, places, memo, settings, trace, nbest)
-        # a unit no search read (over a limit; an empty line has none): every hypothesis as written
-        hyps = [trace.get("nbest", {}).get(i, [(u, 0.0)] * nbest) for i, u in enumerate(units)]
+        # a unit no search read (over a limit; an empty line has none): every hypothesis its output,
+        # the unit as read (after spelling)
+        read = trace.get("spelled", units)
+        hyps = [trace.get("nbest", {}).get(i, [(read[i], 0.0)] * nbest) for i in range(len(units))]
         scored: list[Correction | None] = [None] * len(units)
         if detailed or settings.min_confidence > 0:
             with self.timings("confidence"):

@@ -104,7 +104,7 @@ def alternatives(corrections: Sequence[Correction], hypotheses: Sequence[Sequenc
                 if region not in (e.correction, e.original) and region not in alts and _plausible(region, e):
                     alts.append(region)
             edits.append(replace(e, alternatives=tuple(alts[:limit])))
-        out.append(Correction(c.input, c.output, edits))
+        out.append(replace(c, edits=edits))  # its other fields (``nbest``) kept
     return out
 
 

@@ -73,16 +73,19 @@ class ApproxF05:
 
 def correct_fn_for(net, kind: ModelKind, tok, max_length: int, respell: bool = False):
     """list[str] -> list[str] with the model being trained, for ``editspec.evaluation``: a
-    ``Corrector`` on it, as ``editspec correct`` runs a checkpoint of one's own (its kind's mode,
-    greedy; segmenting, chunks of at most ``max_length`` ids with EOS, the checks; no guard, no
-    rescoring), ``DECODE_ROWS`` slots; with ``respell``, the spelling step and its check too."""
+    ``Corrector`` on it, each text one unit (``Corrector.correct_units``: its kind's mode, greedy,
+    the checks; no guard, no rescoring, as ``editspec correct`` runs a checkpoint of one's own),
+    ``DECODE_ROWS`` slots; a text of more than ``max_length`` ids with EOS stays as written, as the
+    corrector keeps a unit it cannot read whole. With ``respell``, the spelling step and its check.
+    Not segmented: the sentence splitter is spaCy's rules, and a lent GPU machine has no spaCy
+    (dev sets are sentences already)."""
     models = Bundle(**{kind.name: net, f"{kind.name}_tokenizer": tok})  # its decoder goes with it
     corrector = Corrector(models, CorrectorConfig(kind.name, spelling=respell), batch_size=DECODE_ROWS,
                           max_length=max_length)
 
     def correct(texts: list[str]) -> list[str]:
         try:
-            return corrector.correct(list(texts))
+            return corrector.correct_units(list(texts))
         finally:  # the decoding core's cache goes: until the next evaluation, training needs the memory
             models.decoders.release(net)
 

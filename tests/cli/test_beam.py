@@ -132,3 +132,25 @@ def test_nbest_needs_the_beams_it_lists(overfitted_t5, tokenizer, tmp_path):
     two = Corrector.from_pretrained(t5=tmp_path / "t5", mode="t5", dtype="float32", num_beams=2)
     with pytest.raises(EditspecError, match="need num_beams >= 3, not 2"):
         two.correct_detailed(["x"], nbest=3)
+
+
+def test_nbest_and_alternatives_come_from_the_one_search(overfitted_t5, tokenizer, tmp_path, monkeypatch):
+    """With both asked for, the output's beam search gives the n-best (K of them, kept on each
+    line) and the alternatives (as their own 4-beam search gives them): one search, not two."""
+    from editspec.decoding import beam
+
+    model, sources, _ = overfitted_t5
+    model.save_pretrained(tmp_path / "t5")
+    tokenizer.save_pretrained(tmp_path / "t5")
+    corrector = Corrector.from_pretrained(t5=tmp_path / "t5", mode="t5", dtype="float32", num_beams=4)
+    lines = [s for s in sources if tokenizer.unk_token_id not in tokenizer(s).input_ids][:8]
+    apart = corrector.correct_detailed(lines, alternatives=2)
+    searches = []
+    generate = beam.generate
+    monkeypatch.setattr(beam, "generate", lambda *a, **k: searches.append(1) or generate(*a, **k))
+    together = corrector.correct_detailed(lines, nbest=2, alternatives=2)
+    assert len(searches) == 1
+    assert any(c.edits for c in together) and all(len(c.nbest) == 2 for c in together)
+    assert [c.nbest[0][0] for c in together] == [c.output for c in together]
+    assert [[e.alternatives for e in c.edits] for c in together] == [[e.alternatives for e in c.edits] for c in apart]
+    assert all("nbest" in c.as_dict() for c in together)
