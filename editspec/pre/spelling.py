@@ -14,6 +14,11 @@ wordfreq knows how often a word is written. A word is respelled like this::
                 errors): "recieve" (2.75), "leter" (1.29), "becouse" (2.11); not an irregular
                 verb written with -ed ("buyed", "goed": a grammar error the model corrects, where
                 the nearest word is another one, "buoyed", "good"; ``lexicon.irregular_verbs``)
+    plurals     a noun with an irregular plural written with -s becomes that plural: "childs" ->
+                "children", "tooths" -> "teeth" (the nearest word, "child", loses the plural, and
+                the model keeps what it is given; ``lexicon.irregular_plurals``), where writers use
+                that plural ``PLURAL_MARGIN`` more often on the Zipf scale (not "curriculums", whose
+                "curricula" is barely commoner); a word in -ss ("syllabuss") is its singular misspelt
     candidates  the dictionary words at the smallest Damerau-Levenshtein distance, 1, or 2 for a
                 word of 6 letters or more: "leter" -> "later", "letter", "peter", "meter", ...
     context     the candidate seen most often after the word before plus before the word after
@@ -183,6 +188,7 @@ def fill(text: str, slots: Sequence[Slot], words: Sequence[str]) -> str:
 # (``eval/tune_spelling.py --model``; the shipped models choose worse than the rule, reports/models.md "Spelling")
 Choose = Callable[[str, str, list[Slot]], list[str]]
 
+PLURAL_MARGIN = 1.5  # Zipf units (log10): an irregular plural ~30x as common as its -s form
 _CONTEXT = 64  # characters looked at before a word (its neighbour, an abbreviation): linear time
 NEIGHBOUR = re.compile(r"\w+")
 
@@ -202,6 +208,8 @@ class Speller:
         self.symspell = self.index.symspell() if self.index is not None else lexicon.build_symspell()
         self.irregular_verbs = self.index.irregular_verbs if self.index is not None else \
             frozenset(lexicon.irregular_verbs())
+        self.irregular_plurals = self.index.irregular_plurals if self.index is not None else \
+            lexicon.irregular_plurals()
 
     def respell(self, text: str, starts_line: bool = True, ends_line: bool = True,
                 choose: Choose | None = None) -> str:
@@ -231,8 +239,10 @@ class Speller:
                 continue
             before = NEIGHBOUR.findall(text, max(0, match.start() - _CONTEXT), match.start())[-1:]
             after = NEIGHBOUR.search(text, match.end())
-            found = self.options(word, before[0].lower() if before else None,
-                                 after.group().lower() if after else None, 1 if choose is None else self.choices)
+            plural = self.irregular_plural(word)
+            found = [plural] if plural else \
+                self.options(word, before[0].lower() if before else None,
+                             after.group().lower() if after else None, 1 if choose is None else self.choices)
             if found:
                 slots.append(Slot(match.start(), match.end(), found))
         chosen = [slot.options[0] for slot in slots] if choose is None else choose(original, text, slots)
@@ -262,6 +272,13 @@ class Speller:
         stems = [word[:-2], word[:-1]] + ([word[:-3]] if len(word) > 4 and word[-3] == word[-4] else [])
         return any(stem in self.irregular_verbs for stem in stems)
 
+    def irregular_plural(self, word: str) -> str | None:
+        """The irregular plural ``word`` writes with -s, if it is ``PLURAL_MARGIN`` commoner (see above)."""
+        if not word.endswith("s") or word.endswith("ss"):
+            return None
+        plural = self.irregular_plurals.get(word[:-1])
+        return plural if plural and self.zipf(plural) - self.zipf(word) >= PLURAL_MARGIN else None
+
     def knows(self, word: str) -> bool:
         """A word of the dictionary, or one written often enough (``common``), in any case."""
         word = word.lower()
@@ -271,13 +288,16 @@ class Speller:
         """Written often enough to be a word (an American spelling, "mom", "math"), though not in
         symspellpy's dictionary: wordfreq's Zipf frequency (log10 per 10^9 words) at least
         ``common_zipf`` (0: off); a lower-case word's from the index, which holds wordfreq's values."""
-        if self.common_zipf <= 0:
-            return False
+        return self.common_zipf > 0 and self.zipf(word) >= self.common_zipf
+
+    def zipf(self, word: str) -> float:
+        """wordfreq's Zipf frequency of ``word``: a lower-case word's from the index, which holds
+        wordfreq's values."""
         if self.index is not None and lexicon.ASCII_WORD.fullmatch(word):
-            return self.index.zipf(word) >= self.common_zipf
+            return self.index.zipf(word)
         from wordfreq import zipf_frequency  # deliberately lazy: other words only, rare
 
-        return zipf_frequency(word, "en") >= self.common_zipf
+        return zipf_frequency(word, "en")
 
     def options(self, word: str, before: str | None, after: str | None, n: int) -> list[str]:
         """Up to ``n`` respellings of ``word``, best first by the rule above (the closest words by

@@ -4,6 +4,7 @@ test_corrector.py)."""
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from editspec.pre import lexicon
 from editspec.pre.spelling import load_speller, respell_all
 
 
@@ -166,3 +167,18 @@ def test_an_irregular_verb_written_with_ed_is_left_for_the_model():
     for text in ["I buyed a car.", "He goed home.", "She writed it.", "They runned away.", "He teached me."]:
         assert speller.respell(text) == text
     assert speller.respell("He stoped it and recieved it.") == "He stopped it and received it."
+
+
+def test_an_irregular_plural_written_with_s_becomes_that_plural():
+    """"childs" was respelled "child", which loses the plural, and the model kept it (issue 71):
+    a noun whose plural is not -s gets that plural, where writers use it far more often than the
+    -s form ("curriculums": "curricula" barely commoner, left to the rule above); a word in -ss is
+    its singular misspelt, not a plural."""
+    speller = load_speller()
+    assert speller.respell("I have two childs and my tooths hurt.") == "I have two children and my teeth hurt."
+    assert speller.respell("The criterions are clear.") == "The criteria are clear."
+    assert "curricula" not in speller.respell("Schools change their curriculums.")
+    assert "syllabi" not in speller.respell("The syllabuss is long.")
+    plurals = lexicon.irregular_plurals()
+    assert {"child": "children", "foot": "feet", "mouse": "mice", "tooth": "teeth"}.items() <= plurals.items()
+    assert not any(plural.endswith("s") for plural in plurals.values())
