@@ -308,8 +308,8 @@ class Corrector:
         outputs = self.correct_units(units, progress, places, memo, settings, trace, nbest)
         # a unit no search read (over a limit; an empty line has none): every hypothesis its output,
         # the unit as read (after spelling)
-        read = trace.get("spelled", units)
-        hyps = [trace.get("nbest", {}).get(i, [(read[i], 0.0)] * nbest) for i in range(len(units))]
+        read, found = trace.get("spelled", units), trace.get("nbest", {})
+        hyps = [found.get(i, [(read[i], 0.0)] * nbest) for i in range(len(units))] if nbest else []
         scored: list[Correction | None] = [None] * len(units)
         if detailed or settings.min_confidence > 0:
             with self.timings("confidence"):

@@ -17,17 +17,12 @@ fp32 also gives one output on every CPU (bf16 rounds by the kernels a CPU has). 
 bfloat16`` stays for CPUs with AMX tiles (``amx_bf16``; none measured here): time both there.
 Every command that loads models through ``Corrector`` follows it (correct, eval, serve, profile,
 the ``eval/tune_*`` scripts, ``training.lease distill``); training does not. ``float64`` is
-accepted too (tests and profiles). ``cpu_has_bf16`` reads ``/proc/cpuinfo``'s flags (torch's
-``_is_mkldnn_bf16_supported`` is true on any AVX-512 CPU, emulated or not): reports name whether
-the CPU has the units. Speculative output stays the T5's greedy output in the type chosen
-(``editspec.decoding.decoder``); bf16 scored within noise of float32 on all four evaluation sets
-(the model card).
+accepted too (tests and profiles). Speculative output stays the T5's greedy output in the type
+chosen (``editspec.decoding.decoder``); bf16 scored within noise of float32 on all four evaluation
+sets (the model card).
 """
 
 from __future__ import annotations
-
-import functools
-from pathlib import Path
 
 import torch
 
@@ -36,19 +31,6 @@ from editspec.errors import EditspecError
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
           "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16,
           "float64": torch.float64}
-BF16_FLAGS = {"avx512_bf16", "amx_bf16"}  # /proc/cpuinfo's names of the native bf16 units
-CPUINFO = Path("/proc/cpuinfo")
-
-
-@functools.cache
-def cpu_has_bf16(cpuinfo: Path = CPUINFO) -> bool:
-    """Whether the CPU computes bf16 dot products natively (its ``flags`` name a bf16 unit)."""
-    try:
-        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
-    except OSError:  # not Linux
-        return False
-    flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
-    return bool(BF16_FLAGS & set(flags))
 
 
 def default_dtype(device: torch.device, quantize: str | None = None) -> torch.dtype:
