@@ -1,0 +1,135 @@
+"""The grammar step after the T5: candidates from the parse (rules.py), each judged by the n-gram
+language model of correct English (lm.py) on its whole sentence, kept where its per-token log
+score beats the original's by a pattern's margin (Bryant and Briscoe 2018), as data:
+
+    step = GrammarStep.load()                        # the LM and spaCy, once a process
+    step.correct(["He go to school by bus."])       # -> [[GrammarEdit(3, 5, "goes", "R:VERB:SVA",
+                                                    #       "the verb should agree with ...", 0.71)]]
+    apply_edits("He go to school by bus.", edits)   # -> "He goes to school by bus."
+
+Margin = (lp_c / n_c - lp_o / n_o) / |lp_o / n_o|, lp the sentence's ln score and n its tokens
+plus one: the relative change of the mean token score.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from editspec.errors import EditspecError
+from editspec.grammar.lm import NgramLM, tokenize
+from editspec.grammar.rules import Candidate, candidates
+
+DEFAULT_LM = Path(__file__).resolve().parents[1] / "models" / "default" / "grammar_lm.bin"
+
+
+@dataclass(frozen=True)
+class GrammarEdit:
+    start: int  # character offsets into the text given
+    end: int
+    replacement: str
+    etype: str  # ERRANT type
+    message: str
+    confidence: float
+    pattern: str = ""
+    margin: float = 0.0
+
+
+@dataclass
+class Settings:
+    """Each pattern's acceptance margin (a pattern absent is off) and the calibration from margin
+    to confidence: per pattern, isotonic knots (margins, precisions) measured on FCE."""
+
+    margins: dict[str, float] = field(default_factory=dict)
+    knots: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "Settings":
+        try:
+            raw = json.loads(Path(path).read_text(encoding="utf-8"))
+            return cls({k: float(v) for k, v in raw["margins"].items()},
+                       {k: (list(v[0]), list(v[1])) for k, v in raw.get("knots", {}).items()})
+        except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
+            raise EditspecError(f"grammar settings {path}: {e}") from None
+
+    def confidence(self, pattern: str, margin: float) -> float:
+        xs, ys = self.knots.get(pattern, ([], []))
+        return float(np.interp(margin, xs, ys)) if xs else 0.5
+
+
+def margin(lp_o: float, n_o: int, lp_c: float, n_c: int) -> float:
+    mean_o, mean_c = lp_o / n_o, lp_c / n_c
+    return (mean_c - mean_o) / max(abs(mean_o), 1e-9)
+
+
+@dataclass(frozen=True)
+class Judged:
+    candidate: Candidate
+    margin: float
+
+
+class GrammarStep:
+    """Built once a process: holds the language model and the spaCy pipeline."""
+
+    def __init__(self, lm: NgramLM, settings: Settings, nlp=None):
+        from editspec.data.tokenized import spacy_nlp
+
+        self.lm, self.settings = lm, settings
+        self.nlp = nlp if nlp is not None else spacy_nlp()
+
+    @classmethod
+    def load(cls, settings: Settings, lm_path: str | Path = DEFAULT_LM) -> "GrammarStep":
+        return cls(NgramLM.load(lm_path), settings)
+
+    def judge(self, texts: Sequence[str], patterns: set[str] | None = None) -> list[list[Judged]]:
+        """Every candidate of every text with its margin (the step's raw findings; tuning reads
+        these)."""
+        out = []
+        for doc in self.nlp.pipe(texts, disable=["ner"], batch_size=64):
+            out.append(self._judge_doc(doc, patterns))
+        return out
+
+    def _judge_doc(self, doc, patterns) -> list[Judged]:
+        found, text, base = [], doc.text, {}
+        for c in candidates(doc, patterns):
+            sent = doc.char_span(c.start, c.end, alignment_mode="expand") if c.end > c.start else \
+                doc.char_span(c.start, c.start + 1, alignment_mode="expand")
+            s = sent.sent if sent is not None else doc[:]
+            if s.start not in base:
+                toks = tokenize(s.text)
+                base[s.start] = (self.lm.score(s.text), len(toks) + 1)
+            variant = text[s.start_char:c.start] + c.replacement + text[c.end:s.end_char]
+            lp_o, n_o = base[s.start]
+            found.append(Judged(c, margin(lp_o, n_o, self.lm.score(variant), len(tokenize(variant)) + 1)))
+        return found
+
+    def correct(self, texts: Sequence[str]) -> list[list[GrammarEdit]]:
+        """Per text, the accepted edits: a pattern that is on, a margin above its threshold, the
+        best of overlapping candidates; sorted by offset."""
+        on = set(self.settings.margins)
+        return [self._accept(found) for found in self.judge(texts, on)] if on else [[] for _ in texts]
+
+    def _accept(self, found: list[Judged]) -> list[GrammarEdit]:
+        margins = self.settings.margins
+        ok = sorted((j for j in found if j.margin > margins[j.candidate.pattern]),
+                    key=lambda j: -j.margin)
+        kept: list[Judged] = []
+        for j in ok:
+            c = j.candidate
+            if all(c.end < k.candidate.start or c.start > k.candidate.end for k in kept):
+                kept.append(j)
+        return sorted((GrammarEdit(j.candidate.start, j.candidate.end, j.candidate.replacement,
+                                   j.candidate.etype, j.candidate.message,
+                                   self.settings.confidence(j.candidate.pattern, j.margin),
+                                   j.candidate.pattern, j.margin) for j in kept),
+                      key=lambda e: e.start)
+
+
+def apply_edits(text: str, edits: Sequence[GrammarEdit]) -> str:
+    for e in sorted(edits, key=lambda e: -e.start):
+        text = text[:e.start] + e.replacement + text[e.end:]
+    return text
