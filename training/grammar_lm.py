@@ -97,20 +97,26 @@ def count(data: Path, order: int, shards: int | None, out: Path) -> None:
 
 
 def prune(counts_dir: Path, thresholds: list[int]) -> tuple[list[tuple[np.ndarray, np.ndarray]], int]:
-    tables, total = [], 0
-    for n, t in enumerate(thresholds, 1):
-        keys, counts = np.load(counts_dir / f"keys{n}.npy"), np.load(counts_dir / f"counts{n}.npy")
-        if n == 1:
-            total = int(counts.sum())
+    merged = [(np.load(counts_dir / f"keys{n}.npy"), np.load(counts_dir / f"counts{n}.npy"))
+              for n in range(1, len(thresholds) + 1)]
+    return tables(merged, thresholds)
+
+
+def tables(merged: list[tuple[np.ndarray, np.ndarray]], thresholds: list[int]
+           ) -> tuple[list[tuple[np.ndarray, np.ndarray]], int]:
+    """The stored tables from exact (64-bit hash, count) per order: n-grams at or above each
+    order's threshold, 32-bit keys, a collision keeping the larger count; and the token total."""
+    out, total = [], int(merged[0][1].sum())
+    for n, ((keys, counts), t) in enumerate(zip(merged, thresholds), 1):
         keep = counts >= t
         k32 = (keys[keep] >> np.uint64(32)).astype(np.uint32)
         v = np.minimum(np.round(lmlib.QUANT * np.log(counts[keep])), 255).astype(np.uint8)
-        order = np.lexsort((-v.astype(np.int16), k32))  # a 32-bit collision keeps the larger count
+        order = np.lexsort((-v.astype(np.int16), k32))
         k32, v = k32[order], v[order]
         first = np.concatenate([[True], k32[1:] != k32[:-1]])
-        tables.append((k32[first], v[first]))
+        out.append((k32[first], v[first]))
         print(f"{n}-grams >= {t}: {first.sum():,} kept", flush=True)
-    return tables, total
+    return out, total
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,73 @@
+"""The grammar step on a tiny language model built here: its decisions on constructed sentences,
+and a missing or corrupt model file."""
+
+import pytest
+
+pytest.importorskip("lemminflect")
+
+from editspec.errors import EditspecError
+from editspec.grammar.lm import NgramLM, write_store
+from editspec.grammar.step import GrammarStep, Settings, apply_edits
+from training.grammar_lm import Counter, tables
+
+CORPUS = [
+    "He goes to school by bus.", "She goes to work by train.", "He goes home.",
+    "The list of names is long.", "The list is long.", "The names are long.",
+    "The dogs that the old man owns are loud.", "The dogs are loud.", "The man owns a dog.",
+    "They go to school.", "I go to school by bus.", "We have two books.", "I have a book.",
+]
+
+
+@pytest.fixture(scope="module")
+def lm_path(tmp_path_factory):
+    counter = Counter(4)
+    counter.add_text("\n".join(CORPUS * 5) + "\n")
+    merged = [counter.merged(n) for n in range(1, 5)]
+    path = tmp_path_factory.mktemp("lm") / "lm.bin"
+    write_store(path, *tables(merged, [1, 1, 1, 1]))
+    return path
+
+
+@pytest.fixture(scope="module")
+def step(lm_path):
+    return GrammarStep(NgramLM.load(lm_path), Settings({"sva": 0.0, "noun_num": 0.0}))
+
+
+def corrected(step, text):
+    (edits,) = step.correct([text])
+    return apply_edits(text, edits), edits
+
+
+def test_agreement_with_the_subject(step):
+    out, edits = corrected(step, "He go to school by bus.")
+    assert out == "He goes to school by bus."
+    assert [(e.etype, e.message) for e in edits] == [
+        ("R:VERB:SVA", "the verb should agree with its subject 'He'")]
+    assert 0.0 <= edits[0].confidence <= 1.0
+    assert corrected(step, "The list of names are long.")[0] == "The list of names is long."
+
+
+def test_a_distant_plural_subject_is_left_alone(step):
+    text = "The dogs that the old man owns are loud."
+    assert corrected(step, text) == (text, [])
+    assert corrected(step, "I have two book.")[0] == "I have two books."
+
+
+def test_the_lm_prefers_correct_text(lm_path):
+    lm = NgramLM.load(lm_path)
+    assert lm.score("He goes to school by bus.") > lm.score("He go to school by bus.")
+    assert lm.score("the list is long") > lm.score("long is list the")
+
+
+def test_missing_and_corrupt_model_files(lm_path, tmp_path):
+    missing = tmp_path / "none.bin"
+    with pytest.raises(EditspecError, match="none.bin") as e:
+        NgramLM.load(missing)
+    assert "\n" not in str(e.value)
+    raw = bytearray(lm_path.read_bytes())
+    for name, data in [("cut.bin", raw[:len(raw) // 2]), ("flip.bin", raw[:-3] + b"xyz"),
+                       ("junk.bin", b"not a model")]:
+        bad = tmp_path / name
+        bad.write_bytes(bytes(data))
+        with pytest.raises(EditspecError, match=name):
+            NgramLM.load(bad)
