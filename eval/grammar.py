@@ -26,7 +26,7 @@ from editspec.grammar.step import GrammarStep, Judged, Settings
 
 # candidates below these margins are never scored by ERRANT (no threshold goes there: measured on
 # the first 200 lines of W&I dev, 181 of 400 candidates were missing articles, 15 right)
-FLOOR = {"det": 0.05, "det_missing": 0.05, "det_unneeded": 0.05, "confusable": 0.05}
+FLOOR = {"det_missing": 0.0, "det_unneeded": 0.0, "confusable": 0.0}
 
 
 def _lines(path) -> list[str]:
@@ -36,12 +36,21 @@ def _lines(path) -> list[str]:
 def judge(a) -> None:
     from editspec.grammar.lm import NgramLM
 
+    from spacy.tokens import DocBin
+
     step = GrammarStep(NgramLM.load(a.lm), Settings())
     hyps = _lines(a.hyp)
+    cache = Path(a.docs) if a.docs else None  # the parses, kept: other LMs judge the same docs
+    if cache and cache.exists():
+        docs = list(DocBin().from_disk(cache).get_docs(step.nlp.vocab))
+    else:
+        docs = list(step.parse(hyps))
+        if cache:
+            DocBin(docs=docs).to_disk(cache)
     with open(a.output, "w", encoding="utf-8") as f:
-        for i in range(0, len(hyps), 256):
-            for k, found in enumerate(step.judge(hyps[i:i + 256]), i):
-                f.write(json.dumps([[j.candidate.__dict__, round(j.margin, 5)] for j in found]) + "\n")
+        for doc in docs:
+            found = step.judge_doc(doc)
+            f.write(json.dumps([[j.candidate.__dict__, round(j.margin, 5)] for j in found]) + "\n")
 
 
 def _read_cands(path) -> list[list[Judged]]:
@@ -72,7 +81,7 @@ def deltas(a) -> None:
                 if (j.candidate.start, j.candidate.end, j.candidate.replacement) in keep[i]]
     else:
         todo = [(i, j) for i, found in enumerate(cands) for j in _best_per_span(found)
-                if j.margin > FLOOR.get(j.candidate.pattern, -0.1)]
+                if j.margin > FLOOR.get(j.candidate.pattern, -0.05)]
     base = ErrantEvaluator(gold).score(hyps).sentences
     ev = ErrantEvaluator([gold[i] for i, _ in todo])
     outs = [hyps[i][:j.candidate.start] + j.candidate.replacement + hyps[i][j.candidate.end:]
@@ -96,7 +105,7 @@ def _load_deltas(paths) -> list[dict]:
     return rows
 
 
-GRID = [x / 200 for x in range(-20, 81)]  # margins -0.1 .. 0.4
+GRID = [x / 400 for x in range(-20, 61)]  # margins -0.05 .. 0.15 (a sentence's ln score: -50 .. -300)
 
 
 def _pick(rows: list[dict], target: float, min_tp: int) -> float | None:
@@ -170,18 +179,58 @@ def apply(a) -> None:
     print(f"{a.output}: {n} edits")
 
 
+def ppl(a) -> None:
+    """Perplexity per token (</s> included) on held-out lines, one per model file."""
+    import lzma
+    import math
+
+    from editspec.grammar.lm import NgramLM
+
+    with lzma.open(a.text, "rt", encoding="utf-8") as f:
+        lines = [next(f) for _ in range(a.skip + a.lines)][a.skip:]
+    for path in a.lm:
+        lm = NgramLM.load(path)
+        lp = [lm.token_logprobs(__import__("editspec.grammar.lm", fromlist=["tokenize"]).tokenize(s))
+              for s in lines]
+        n = sum(len(x) for x in lp)
+        print(f"{path}: {Path(path).stat().st_size / 1e6:.1f} MB, perplexity {math.exp(-sum(x.sum() for x in lp) / n):.1f} over {n:,} tokens")
+
+
+def t5(a) -> None:
+    """Add each delta row's T5 judgement: log P(variant | source) - log P(output | source), the
+    shipped T5's teacher-forced scores (``Corrector.scorer``), the second judge."""
+    from editspec.corrector import Corrector
+
+    score = Corrector.from_pretrained().scorer()
+    sources, hyps = _lines(a.src), _lines(a.hyp)
+    rows = [json.loads(line) for line in Path(a.deltas).read_text(encoding="utf-8").splitlines()]
+    variants = [hyps[r["line"]][:r["cand"]["start"]] + r["cand"]["replacement"] + hyps[r["line"]][r["cand"]["end"]:]
+                for r in rows]
+    srcs = [sources[r["line"]] for r in rows]
+    new = score(srcs, variants)
+    old = score(srcs, [hyps[r["line"]] for r in rows])
+    with open(a.output, "w", encoding="utf-8") as f:
+        for r, n, o in zip(rows, new, old):
+            f.write(json.dumps({**r, "t5": None if n is None or o is None else n - o}) + "\n")
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("judge"); s.add_argument("--hyp"); s.add_argument("--lm"); s.add_argument("-o", "--output")
+    s.add_argument("--docs", help="a DocBin of the parses: read if there, else written")
     s = sub.add_parser("deltas"); s.add_argument("--cands"); s.add_argument("--hyp"); s.add_argument("--m2")
     s.add_argument("-o", "--output"); s.add_argument("--settings")
     s = sub.add_parser("tune"); s.add_argument("--deltas", nargs="+"); s.add_argument("-o", "--output")
     s.add_argument("--folds", type=int, default=5); s.add_argument("--target", type=float, default=0.5)
     s = sub.add_parser("apply"); s.add_argument("--cands"); s.add_argument("--hyp")
     s.add_argument("--settings"); s.add_argument("--patterns", nargs="*"); s.add_argument("-o", "--output")
+    s = sub.add_parser("ppl"); s.add_argument("--lm", nargs="+"); s.add_argument("--text")
+    s.add_argument("--lines", type=int, default=2000); s.add_argument("--skip", type=int, default=100000)
+    s = sub.add_parser("t5"); s.add_argument("--deltas"); s.add_argument("--src"); s.add_argument("--hyp")
+    s.add_argument("-o", "--output")
     a = p.parse_args()
-    {"judge": judge, "deltas": deltas, "tune": tune, "apply": apply}[a.cmd](a)
+    {"judge": judge, "deltas": deltas, "tune": tune, "apply": apply, "ppl": ppl, "t5": t5}[a.cmd](a)
 
 
 if __name__ == "__main__":

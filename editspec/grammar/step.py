@@ -7,8 +7,9 @@ score beats the original's by a pattern's margin (Bryant and Briscoe 2018), as d
                                                     #       "the verb should agree with ...", 0.71)]]
     apply_edits("He go to school by bus.", edits)   # -> "He goes to school by bus."
 
-Margin = (lp_c / n_c - lp_o / n_o) / |lp_o / n_o|, lp the sentence's ln score and n its tokens
-plus one: the relative change of the mean token score.
+Margin = (lp_c - lp_o) / |lp_o|, lp the sentence's ln score: the relative change of its score.
+Not per token: a mean per token favours inserting any frequent word ("the": on W&I dev 4,823 of
+7,136 missing-article candidates gained by it, against 45 of 119 noun-number ones).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Sequence
 import numpy as np
 
 from editspec.errors import EditspecError
-from editspec.grammar.lm import NgramLM, tokenize
+from editspec.grammar.lm import NgramLM
 from editspec.grammar.rules import Candidate, candidates
 
 DEFAULT_LM = Path(__file__).resolve().parents[1] / "models" / "default" / "grammar_lm.bin"
@@ -61,9 +62,8 @@ class Settings:
         return float(np.interp(margin, xs, ys)) if xs else 0.5
 
 
-def margin(lp_o: float, n_o: int, lp_c: float, n_c: int) -> float:
-    mean_o, mean_c = lp_o / n_o, lp_c / n_c
-    return (mean_c - mean_o) / max(abs(mean_o), 1e-9)
+def margin(lp_o: float, lp_c: float) -> float:
+    return (lp_c - lp_o) / max(abs(lp_o), 1e-9)
 
 
 @dataclass(frozen=True)
@@ -88,23 +88,21 @@ class GrammarStep:
     def judge(self, texts: Sequence[str], patterns: set[str] | None = None) -> list[list[Judged]]:
         """Every candidate of every text with its margin (the step's raw findings; tuning reads
         these)."""
-        out = []
-        for doc in self.nlp.pipe(texts, disable=["ner"], batch_size=64):
-            out.append(self._judge_doc(doc, patterns))
-        return out
+        return [self.judge_doc(doc, patterns) for doc in self.parse(texts)]
 
-    def _judge_doc(self, doc, patterns) -> list[Judged]:
+    def parse(self, texts: Sequence[str]):
+        return self.nlp.pipe(texts, disable=["ner"], batch_size=64)
+
+    def judge_doc(self, doc, patterns: set[str] | None = None) -> list[Judged]:
         found, text, base = [], doc.text, {}
         for c in candidates(doc, patterns):
             sent = doc.char_span(c.start, c.end, alignment_mode="expand") if c.end > c.start else \
                 doc.char_span(c.start, c.start + 1, alignment_mode="expand")
             s = sent.sent if sent is not None else doc[:]
             if s.start not in base:
-                toks = tokenize(s.text)
-                base[s.start] = (self.lm.score(s.text), len(toks) + 1)
+                base[s.start] = self.lm.score(s.text)
             variant = text[s.start_char:c.start] + c.replacement + text[c.end:s.end_char]
-            lp_o, n_o = base[s.start]
-            found.append(Judged(c, margin(lp_o, n_o, self.lm.score(variant), len(tokenize(variant)) + 1)))
+            found.append(Judged(c, margin(base[s.start], self.lm.score(variant))))
         return found
 
     def correct(self, texts: Sequence[str]) -> list[list[GrammarEdit]]:
