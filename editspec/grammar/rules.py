@@ -28,6 +28,9 @@ CONFUSABLE = [("their", "there"), ("there", "their"), ("than", "then"), ("then",
 CONFUSABLES: dict[str, list[str]] = {}
 for _a, _b in CONFUSABLE:
     CONFUSABLES.setdefault(_a, []).append(_b)
+# a quantity whose "of" object decides the verb: "a lot of people are", "most of the time is"
+OF_QUANTITY = {"lot", "lots", "plenty", "majority", "rest", "half", "most", "some", "all", "none",
+               "bunch", "couple", "part", "many", "few", "both"}
 BASE_AUX = {"to", "do", "does", "did"}  # with modals (tag MD): the bare infinitive follows
 
 
@@ -42,21 +45,28 @@ class Candidate:
 
 
 def _case(word: str, like: str) -> str:
+    if like.isupper() and len(like) > 1:
+        return word.upper()
     return word[:1].upper() + word[1:] if like[:1].isupper() else word
 
 
 def _replace(tok: Token, word: str, pattern: str, etype: str, message: str) -> Candidate | None:
-    word = _case(word, tok.text)
-    if word == tok.text:
+    if word.lower() == tok.lower_:  # a change of case is not this step's
         return None
+    word = _case(word, tok.text)
     return Candidate(tok.idx, tok.idx + len(tok.text), word, pattern, etype, message)
 
 
 def _number(tok: Token) -> str | None:
-    """"sing" or "plur" of a subject head, coordination ("X and Y") read as plural."""
-    if any(c.dep_ == "cc" and c.lower_ == "and" for c in tok.children) and \
-            any(c.dep_ == "conj" for c in tok.children):
-        return "plur"
+    """"sing" or "plur" of a subject head: "X, Y and Z" plural ("or"/"nor": unknown); "a lot of
+    X", "most of X": X's number."""
+    if tok.conjuncts:
+        ccs = {t.lower_ for t in tok.subtree if t.dep_ == "cc"}
+        return "plur" if ccs == {"and"} else None
+    if tok.lower_ in OF_QUANTITY:
+        obj = next((g for c in tok.children if c.dep_ == "prep" and c.lower_ == "of"
+                    for g in c.children if g.dep_ == "pobj"), None)
+        return _number(obj) if obj is not None else None
     low = tok.lower_
     if low in PLURAL_PRON:
         return "plur"
@@ -90,7 +100,7 @@ def _agreeing_form(verb: Token, subj: Token, number: str) -> str | None:
     low, lemma = verb.lower_, verb.lemma_.lower()
     if lemma == "be":
         if low in ("was", "were"):
-            return "were" if number == "plur" or subj.lower_ == "you" else "was"
+            return "was" if subj.lower_ == "i" or (number == "sing" and subj.lower_ != "you") else "were"
         if low in ("is", "are", "am"):
             return "am" if subj.lower_ == "i" else ("are" if number == "plur" else "is")
         return None
