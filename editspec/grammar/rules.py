@@ -110,6 +110,23 @@ def _agreeing_form(verb: Token, subj: Token, number: str) -> str | None:
     return forms[0] if forms else None
 
 
+def _past_context(doc: Doc, verb: Token) -> bool:
+    """More past-tense finite verbs than present ones in the verb's sentence, besides it: a
+    narrative, where annotators change the tense, not the agreement."""
+    others = [t for t in verb.sent if t.i != verb.i and t.dep_ not in ("amod", "acl", "compound")]
+    past = sum(t.tag_ == "VBD" for t in others)
+    return past > sum(t.tag_ in ("VBZ", "VBP") for t in others)
+
+
+def _past(verb: Token, subj: Token, number: str) -> Candidate | None:
+    if verb.lemma_.lower() == "be":
+        form = "was" if subj.lower_ == "i" or (number == "sing" and subj.lower_ != "you") else "were"
+    else:
+        form = next(iter(getInflection(verb.lemma_, "VBD")), None)
+    return _replace(verb, form, "tense", "R:VERB:TENSE",
+                    "the sentence's other verbs are in the past") if form else None
+
+
 def sva(doc: Doc) -> list[Candidate]:
     out = []
     for verb in doc:
@@ -122,7 +139,10 @@ def sva(doc: Doc) -> list[Candidate]:
             continue
         number = _number(subj)
         form = _agreeing_form(verb, subj, number) if number else None
-        if form is not None:
+        if form is not None and verb.tag_ != "VBD" and _past_context(doc, verb):
+            c = _past(verb, subj, number)
+            out += [c] if c else []
+        elif form is not None:
             c = _replace(verb, form, "sva", "R:VERB:SVA",
                          f"the verb should agree with its subject '{subj.text}'")
             if c:
@@ -249,10 +269,10 @@ def confusables(doc: Doc) -> list[Candidate]:
     return out
 
 
-RULES = {"sva": sva, "noun_num": noun_number, "verb_form": verb_form, "an": article_sound,
-         "det": articles, "confusable": confusables}
+RULES = [sva, noun_number, verb_form, article_sound, articles, confusables]
+PATTERNS = ("sva", "tense", "noun_num", "verb_form", "an", "det_missing", "det_unneeded", "confusable")
 
 
 def candidates(doc: Doc, patterns: set[str] | None = None) -> list[Candidate]:
-    return [c for name, rule in RULES.items() if patterns is None or name in patterns
-            for c in rule(doc)]
+    """Every rule's candidates whose pattern is in ``patterns`` (None: all of ``PATTERNS``)."""
+    return [c for rule in RULES for c in rule(doc) if patterns is None or c.pattern in patterns]
