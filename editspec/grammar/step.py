@@ -3,9 +3,10 @@ language model of correct English (lm.py) on its whole sentence, kept where its 
 original's by a pattern's margin (Bryant and Briscoe 2018), as data:
 
     step = GrammarStep.load()                        # the LM and spaCy, once a process
-    step.correct(["He go to school by bus."])       # -> [[GrammarEdit(3, 5, "goes", "R:VERB:SVA",
-                                                    #       "the verb should agree with ...", 0.71)]]
-    apply_edits("He go to school by bus.", edits)   # -> "He goes to school by bus."
+    step.correct(["She have two book."])            # -> [[GrammarEdit(4, 8, "has", "R:VERB:SVA",
+                                                    #       "the verb should agree with its subject
+                                                    #       'She'", 1.0, "sva", 0.24), ...books...]]
+    apply_edits("She have two book.", edits)        # -> "She has two books."
 
 Margin = (lp_c - lp_o) / |lp_o|, lp the sentence's ln score: the relative change of its score.
 Not per token: a mean per token favours inserting any frequent word ("the": on W&I dev 4,823 of
