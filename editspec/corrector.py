@@ -66,7 +66,7 @@ import torch
 from editspec import confidence, threads
 from editspec.bundle import KINDS, Bundle
 from editspec.config import CorrectorConfig, Level, LoadOptions
-from editspec.decoding import drafters, rescoring, window
+from editspec.decoding import drafters, rescoring
 from editspec.decoding.runners import RUNNERS, Edit5Runner, T5Runner, beam_settings
 from editspec.errors import EditspecError
 from editspec.modeling import loading
@@ -127,7 +127,7 @@ class Corrector:
                 self.max_ids.append((getattr(self.bundle, f"{kind}_tokenizer"), self._max_ids(max_length, kind)))
         # what each drafter has cost per sentence, measured on this corrector's sentences after what
         # earlier processes measured with these models on this machine (``decoding.measured``)
-        self.bundle.fresh_draft_costs(batch_size)
+        self.bundle.costs.fresh_drafts(batch_size)
 
     def _max_ids(self, max_length: int | None, kind: str) -> int:
         length = max_length or trained_length(self.bundle.paths.get(kind)) or DEFAULT_MAX_LENGTH
@@ -240,7 +240,7 @@ class Corrector:
             load_speller()
         if self.bundle.t5 is not None and self._mode.slotted:
             for slots in range(1, self.batch_size + 1):
-                window.pass_costs(self.bundle.t5, slots)
+                self.bundle.costs.passes(slots)
 
     def correct(self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
                 level: str | None = None) -> list[str]:
@@ -443,7 +443,7 @@ class Corrector:
                     changed.append(i)
             todo = changed
             yield out
-        self.bundle.keep_draft_costs(self.batch_size)
+        self.bundle.costs.keep_drafts(self.batch_size)
 
     def correct_round(self, units: Sequence[str], progress: Callable[[int], None] | None = None,
                       memo: dict | None = None, level: Level | None = None, scores: dict | None = None,

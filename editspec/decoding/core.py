@@ -42,6 +42,7 @@ import torch
 from editspec.decoding.decoder import Decoder, Decoders
 from editspec.decoding import drafters
 from editspec.decoding.drafters import Drafter
+from editspec.decoding.costs import LOOSE
 from editspec.decoding.window import WindowPolicy
 from editspec.modeling import t5
 
@@ -170,7 +171,7 @@ def generate(
     if drafter is not None:
         drafter.prepare([list(s[:-1]) if s and s[-1] == eos else list(s) for s in sources], eos)
         if not isinstance(window, WindowPolicy):
-            window = WindowPolicy.measured(model, slots) if window is None else WindowPolicy.fixed_size(window)
+            window = LOOSE.window(slots, model) if window is None else WindowPolicy.fixed_size(window)
     waiting = deque(i for i in range(n) if budget[i] > 0)
     for i in range(n):
         if budget[i] <= 0 and done is not None:

@@ -28,6 +28,7 @@ from editspec.decoding.beam import BeamSettings
 from editspec.decoding.drafters import Drafter
 from editspec.errors import EditspecError
 from editspec.decoding.decoder import Decoders
+from editspec.decoding.costs import Costs
 from editspec.decoding.window import WindowPolicy
 from editspec.tokenization.edits import Edits, realize_aligned
 from editspec.tokenization.tokens import Encoded, encode, render, render_ids
@@ -53,7 +54,7 @@ class Models(Protocol):
     markers: list[int]  # EdiT5's marker ids
     shared_vocab: bool  # EdiT5 reads T5's ids
     decoders: Decoders  # each T5's decoding-core decoder, kept across calls
-    draft_costs: drafters.DraftCosts  # what each speculative candidate has cost, over the models' life
+    costs: Costs  # the T5's pass costs and the speculative drafters', over the models' life
     device: torch.device
 
 
@@ -144,7 +145,8 @@ class T5Runner:
             stats.hypotheses = hyps  # the n-best (``--nbest``) of the search that made the output
             return [h[0].ids for h in hyps], stats
         return core.generate(models.t5, [e.ids + [eos] for e in encoded], slots, drafter,
-                             max_new_tokens=self.budgets(encoded), window=window, done=done, scores=scores,
+                             max_new_tokens=self.budgets(encoded), done=done, scores=scores,
+                             window=models.costs.window(min(slots, len(encoded))) if drafter and window is None else window,
                              decoders=models.decoders, copy_penalty=copy_penalty)
 
     def render(self, models: Models, encoded: Sequence[Encoded], outputs) -> list[str]:
@@ -167,8 +169,7 @@ class SpeculativeRunner(T5Runner):
         if models.edit5 is None:  # a T5 alone: the source is the draft
             return drafters.copy_draft()
         if models.shared_vocab:  # EdiT5 reads T5's input ids; the source is the other candidate
-            return drafters.speculative(models.edit5, models.markers, models.draft_costs, models.t5,
-                                        min(slots, len(encoded)))
+            return drafters.speculative(models.edit5, models.markers, models.costs, min(slots, len(encoded)))
         # another vocabulary: EdiT5 reads its own ids, and its drafts go text -> T5 ids
         texts = [e.text for e in encoded]
         pairs, _ = EDIT5.run(models, encode(models.edit5_tokenizer, texts), slots)

@@ -76,7 +76,7 @@ class Profiler:
         ``profiling.ct2.CT2Peer`` of the same T5, or None (``ct2_unavailable`` says why).
         ``hf_t5``: the T5 as transformers' model for the hf-* modes (default: the bundle's, if it is one)."""
         self.bundle, self.ct2, self.ct2_unavailable = bundle, ct2, ct2_unavailable
-        bundle.draft_costs = drafters.DraftCosts()  # the speculative mode's pick, as Corrector's
+        bundle.costs.drafts = drafters.DraftCosts()  # the speculative mode's pick, as Corrector's
         t5 = bundle.t5
         self.hf_t5 = hf_t5 if hf_t5 is not None else t5 if hasattr(t5, "generate") else None
         self.small, self.gamma, self.prompt_lookup_tokens = small, gamma, prompt_lookup_tokens

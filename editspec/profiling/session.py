@@ -29,7 +29,7 @@ from editspec.modeling import quantization
 from editspec.modeling.precision import dtype_name, resolve_dtype
 from editspec.modeling.t5 import load_t5
 from editspec.profiling import ct2 as ct2_peer
-from editspec.profiling.architectures import known, profile_architectures
+from editspec.profiling.architectures import Sweep, known, profile_architectures
 from editspec.profiling.sentences import read_data
 from editspec.profiling.end_to_end import end_to_end as whole_path
 from editspec.modes import BY_NAME, check_modes
@@ -207,9 +207,8 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, what: ProfileOption
                     if (models.model or models.edit5 or models.t5) else (None, None)
                 tokenizer = load_tokenizer(paths[1] or paths[0] or DEFAULT_MODEL / "t5")
             names = None if what.architectures is True else list(what.architectures) or None  # none: the defaults
-            report["architectures"] = profile_architectures(sources, targets, tokenizer, dev, dtype, what.batch_size,
-                                                            what.warmup, names=check_architectures(names),
-                                                            progress=progress)
+            sweep = Sweep(check_architectures(names), batch_size=what.batch_size, warmup=what.warmup)
+            report["architectures"] = profile_architectures(sources, targets, tokenizer, dev, dtype, sweep, progress)
             if not what.modes:
                 report["sentences"] = next(iter(report["architectures"].values()))["sentences"]
     write_report(out, report, raw)
