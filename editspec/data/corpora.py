@@ -51,6 +51,20 @@ def data_dir(path: str | os.PathLike | None = None) -> Path:
                         f"(looked in {', '.join(str(c) for c in candidates)})")
 
 
+def shown(path: str | os.PathLike) -> str:
+    """``path`` as a report records it, naming no machine's folders: under the corpus folder as
+    ``$EDITSPEC_DATA/...``, under the working directory relative to it, else the file's name."""
+    p = Path(path).expanduser().resolve()
+    try:
+        data = data_dir().resolve()
+    except EditspecError:
+        data = None
+    for base, prefix in ((data, "$EDITSPEC_DATA/"), (Path.cwd().resolve(), "")):
+        if base is not None and p.is_relative_to(base):
+            return prefix + p.relative_to(base).as_posix()
+    return p.name
+
+
 def _file(path: str | os.PathLike) -> Path:
     p = Path(path)
     if not p.is_file():

@@ -42,6 +42,7 @@ from typing import Sequence
 import torch
 
 from editspec.decoding.measured import device_name
+from editspec.data.corpora import shown
 from editspec.errors import EditspecError
 from editspec.modeling.loading import resolve_models
 from editspec.profiling.ct2 import converted, missing
@@ -148,7 +149,7 @@ def processes(data: str | os.PathLike, sizes: Sequence[int] = (1, 500, 2000), tu
         same = {n: (work / f"out-{n}.default").read_bytes() == (work / f"out-{n}.t5").read_bytes() for n in sizes}
     median = {n: {name: statistics.median(w) for name, w in ways.items()} for n, ways in runs.items()}
     report = {
-        "device": device_name(torch.device("cpu")), "threads": threads, "turns": turns, "sizes": sizes, "data": str(data),
+        "device": device_name(torch.device("cpu")), "threads": threads, "turns": turns, "sizes": sizes, "data": shown(data),
         "model": model, "ct2": ct2_dir is not None, "ct2_unavailable": why, "runs": runs, "cpu_seconds": cpu,
         "median": median, "default_equals_t5": same, "load_average": {"mean": statistics.mean(load), "max": max(load)},
         "cold_1_line": None if first is None else {"wall": first[0], "cpu": first[1]},
