@@ -144,9 +144,10 @@ class T5Runner:
                                         self.budgets(encoded), done=done, decoders=models.decoders)
             stats.hypotheses = hyps  # the n-best (``--nbest``) of the search that made the output
             return [h[0].ids for h in hyps], stats
+        if drafter is not None and window is None:  # the bundle's measured costs (``decoding.costs``)
+            window = models.costs.window(max(1, min(slots, len(encoded))))
         return core.generate(models.t5, [e.ids + [eos] for e in encoded], slots, drafter,
-                             max_new_tokens=self.budgets(encoded), done=done, scores=scores,
-                             window=models.costs.window(min(slots, len(encoded))) if drafter and window is None else window,
+                             max_new_tokens=self.budgets(encoded), window=window, done=done, scores=scores,
                              decoders=models.decoders, copy_penalty=copy_penalty)
 
     def render(self, models: Models, encoded: Sequence[Encoded], outputs) -> list[str]:
