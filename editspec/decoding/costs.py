@@ -13,13 +13,15 @@ later process reads (a pass of width 2 once kept at 2.12 s beside 0.058 s for wi
 later run on the quiet machine ~13% slower). So a width's cost is the median of several passes;
 a width whose cost breaks what a pass's cost does (grow with the width, and at most in proportion
 to the tokens it feeds, each within ``GROWTH``) is measured again (``RETRIES``) and then bounded by
-its neighbour; and a kept file whose costs break it is measured again, not read. Hand-written: no
+its neighbour; a kept file whose costs break it is measured again, not read, and so is one
+measured under a load (per core, ``busy``) that has since fallen by half. Hand-written: no
 library times a model's own decoder passes.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import threading
 import time
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
 
 GROWTH = 1.5  # a wider pass costs at least 1/1.5 of a narrower one, at most 1.5x its share of tokens
 RETRIES = 2  # measurements again of a width that looks wrong, before it is bounded
+BUSY = 1.0  # load per core above which kept costs are measured again once the machine is quieter
 
 
 class Costs:
@@ -76,8 +79,9 @@ class Costs:
             if name not in self._passes:
                 costs = kept_costs(measured.load("window", key))
                 if costs is None:
+                    load = busy()  # the minute before measuring, which adds its own
                     costs = measure(model, slots)
-                    measured.save("window", key, {str(w): c for w, c in costs.items()})
+                    measured.save("window", key, {"costs": {str(w): c for w, c in costs.items()}, "busy": load})
                 self._passes[name] = costs
             return self._passes[name]
 
@@ -112,12 +116,26 @@ class Costs:
 LOOSE = Costs()  # the pass costs of models outside a bundle (a test's, the architectures profile's)
 
 
-def kept_costs(kept: dict | None) -> dict[int, float] | None:
-    """Kept costs as ``measure`` returns them, or None where they are not: a damaged or older
-    file, or costs that break ``wrong``'s rules (measured while the machine was busy)."""
+def busy() -> float | None:
+    """The machine's load per core: the 1-minute load average over the cores (None: no such figure here)."""
     try:
-        costs = {int(w): float(c) for w, c in (kept or {}).items()}
-    except (TypeError, ValueError):
+        return os.getloadavg()[0] / (os.cpu_count() or 1)
+    except (AttributeError, OSError):
+        return None
+
+
+def kept_costs(kept: dict | None) -> dict[int, float] | None:
+    """Kept costs (``{"costs": {width: seconds}, "busy": load per core then}``) as ``measure``
+    returns them, or None where they are not to be read: a damaged or older file, costs that
+    break ``wrong``'s rules, or costs measured under a load over ``BUSY`` that has since fallen by
+    half (a quieter machine measures its own: each such measurement halves the load kept)."""
+    try:
+        costs = {int(w): float(c) for w, c in kept["costs"].items()}
+        then = kept.get("busy")
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return None
+    now = busy()
+    if isinstance(then, (int, float)) and then > BUSY and now is not None and now < then / 2:
         return None
     if 0 not in costs or not set(costs) <= set(WIDTHS) or not all(c > 0 for c in costs.values()):
         return None

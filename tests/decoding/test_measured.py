@@ -18,6 +18,14 @@ def policy(model, slots: int) -> WindowPolicy:
     return Costs(model).window(slots)
 
 
+@pytest.fixture(autouse=True)
+def load(monkeypatch):
+    """The machine's load per core as these tests see it (``costs.busy``): quiet unless a test says."""
+    now = [0.25]
+    monkeypatch.setattr(costs, "busy", lambda: now[0])
+    return now
+
+
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("EDITSPEC_CACHE", str(tmp_path))
@@ -62,9 +70,9 @@ def test_damaged_or_foreign_costs_are_measured_again(cache, counted, damage):
 def test_kept_costs_that_are_not_costs_are_measured_again(cache, counted):
     model = random_t5(0)
     key = {**measured.model_key(model), "slots": 4}
-    measured.save("window", key, {"0": -1.0, "1": 2.0})
+    measured.save("window", key, {"costs": {"0": -1.0, "1": 2.0}})
     policy(model, 4)
-    assert counted == [4] and measured.load("window", key) == {"0": 1.0, "1": 1.1, "2": 1.2}
+    assert counted == [4] and measured.load("window", key) == {"costs": {"0": 1.0, "1": 1.1, "2": 1.2}, "busy": 0.25}
 
 
 def test_an_unwritable_cache_only_costs_the_measuring(tmp_path, monkeypatch, counted):
@@ -165,7 +173,7 @@ def test_a_bad_sample_leaves_the_costs_and_the_window_a_quiet_machine_measures(m
 def test_a_width_wrong_every_time_is_bounded_by_its_neighbour(monkeypatch):
     clock(monkeypatch, lambda width, n: 2.12 if width == 2 else None)
     found = costs.measure(random_t5(0), 2)
-    assert found[2] == pytest.approx(quiet(1) * 3 / 2 * costs.GROWTH) and costs.kept_costs(found) == found
+    assert found[2] == pytest.approx(quiet(1) * 3 / 2 * costs.GROWTH) and costs.kept_costs({"costs": found}) == found
     assert WindowPolicy(found).size(2) in (1, 2)  # not 0: the pass of 2.12 s is not believed
 
 
@@ -175,8 +183,25 @@ def test_a_file_kept_on_a_busy_machine_is_measured_again(cache, monkeypatch):
     key = {**measured.model_key(model), "slots": 4}
     busy = {"0": 0.05, "1": 0.058, "2": 2.12}  # as a user's cache once held it
     assert WindowPolicy({int(w): c for w, c in busy.items()}).size(4) == 1
-    measured.save("window", key, busy)
+    measured.save("window", key, {"costs": busy})
     assert Costs(model).window(4).size(4) == 8 and seen  # measured again: the quiet window
-    assert measured.load("window", key) == pytest.approx({str(w): c for w, c in QUIET.items()})
+    assert measured.load("window", key)["costs"] == pytest.approx({str(w): c for w, c in QUIET.items()})
     seen.clear()
     assert Costs(model).passes(4) == pytest.approx(QUIET) and not seen  # the next process reads it
+
+
+def test_costs_kept_under_load_are_measured_again_once_the_load_halves(cache, counted, load):
+    model = random_t5(0)
+    load[0] = 3.0  # a busy machine: 3 runnable processes a core
+    policy(model, 4)
+    load[0] = 2.0
+    policy(model, 4)
+    assert counted == [4]  # still busy: read
+    load[0] = 0.5
+    policy(model, 4)
+    assert counted == [4, 4]  # quieter by half: measured again, and kept with its own load
+    key = {**measured.model_key(model), "slots": 4}
+    assert measured.load("window", key)["busy"] == 0.5
+    load[0] = 0.01
+    policy(model, 4)
+    assert counted == [4, 4]  # measured at a load under BUSY: read whatever the load now
