@@ -49,7 +49,9 @@ Scorer = Callable[[Sequence[str], Sequence[str]], list[float | None]]
 class Known:
     """What a T5's decode already computed (``core.generate(scores=True)``): log P per (source
     ids, output ids), both ending in EOS, and the widths of the decoder it ran on
-    (``SpecStats.widths``): forced at those widths, the variants score as that decode would."""
+    (``SpecStats.widths``, the widest of a round's calls): forced at those widths, the variants
+    score as that decode would, bit for bit only where ``decoder.exact_windows`` (checked per host;
+    elsewhere to the kernels' rounding, and a variant's ``prefix`` values are the decode's)."""
 
     log_probs: dict[tuple[tuple[int, ...], tuple[int, ...]], float] = field(default_factory=dict)
     widths: tuple[int, int] = (0, 0)
