@@ -213,6 +213,18 @@ def read_jfleg(src: str | os.PathLike, refs: Sequence[str | os.PathLike], detoke
 
 # --- data stats ----------------------------------------------------------------------------------
 
+def markers_needed(aligned: list[int | None]) -> int:
+    """Position markers an alignment needs (``align``'s: None for an inserted target token): the
+    last kept-token position an insertion follows."""
+    kept = needed = 0
+    for i in aligned:
+        if i is None:
+            needed = max(needed, kept + 1)
+        else:
+            kept += 1
+    return needed
+
+
 def stats(dataset, tokenizer, batch_size: int = 2048) -> dict:
     """How well EdiT5's edits represent the pairs, on ``tokenizer``'s ids (see ``editspec.tokenization.edits``).
 
@@ -236,13 +248,7 @@ def stats(dataset, tokenizer, batch_size: int = 2048) -> dict:
             inserted = sum(i is None for i in aligned)
             insertions.append(inserted)
             deletions.append(len(s.ids) - (len(t.ids) - inserted))
-            kept, needed = 0, 0
-            for i in aligned:  # markers needed: the last kept-token position an insertion follows
-                if i is None:
-                    needed = max(needed, kept + 1)
-                else:
-                    kept += 1
-            max_markers = max(max_markers, needed)
+            max_markers = max(max_markers, markers_needed(aligned))
             try:
                 edits = convert(s.ids, t.ids, markers, eos)
             except TooFewMarkers:
