@@ -67,15 +67,17 @@ from editspec import confidence, threads
 from editspec.bundle import KINDS, Bundle
 from editspec.config import CorrectorConfig, Level, LoadOptions
 from editspec.decoding import drafters, rescoring, window
-from editspec.decoding.runners import RUNNERS, Edit5Runner, T5Runner, beam_settings
+from editspec.decoding.beam import BeamSettings
+from editspec.decoding.runners import RUNNERS, T5, DecodeRequest, Edit5Runner, T5Runner, beam_settings
 from editspec.errors import EditspecError
 from editspec.modeling import loading
 from editspec.modeling.loading import resolve_models, trained_length
-from editspec.nbest import ALTERNATIVES, Found, Hyps, line_hypotheses, rejoined
+from editspec.chain import Corrected, Hyps, Unit, lift
+from editspec.nbest import ALTERNATIVES, rejoined
 from editspec.nbest import alternatives as other_spans
 from editspec.post import error_types
 from editspec.pre import segment
-from editspec.post.diff import Correction, apply
+from editspec.post.diff import Correction, Edit
 from editspec.post.checks import guard, keep_unreadable, real_words
 from editspec.pre.spelling import load_speller, respell_all
 from editspec.timing import OFF
@@ -246,229 +248,159 @@ class Corrector:
                 level: str | None = None) -> list[str]:
         """Corrected texts, one per input text; spacing between and around sentences is kept.
         ``level``: "default" or "picky" (None: ``self.level``)."""
-        return self._correct(texts, progress, level, detailed=False)[0]
+        return self._correct(texts, progress, level).lines
 
     def correct_detailed(self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
                          types: bool = False, level: str | None = None, alternatives: int = 0,
                          nbest: int = 0) -> list[Correction]:
         """Like ``correct``, with each change as character offsets into the input text, whole words
-        ("don't" -> "didn't"), each with its confidence (``editspec.confidence``); with
-        ``types``, each edit's ERRANT error type and message too (``error_types.typed``: spaCy
-        parses the texts with edits, so it costs a second to load and a few ms a text).
-        ``alternatives``: up to that many other replacements per edit from the T5's beam n-best
-        (``nbest.alternatives``: from the ``nbest`` hypotheses when asked for, else a beam search of
-        ``nbest.ALTERNATIVES`` beams besides the correction). ``nbest``: each line's that many best
-        hypotheses with their scores (``Correction.nbest``), kept from the beam search of
-        ``num_beams`` beams that produced the output (``editspec.nbest``)."""
+        ("don't" -> "didn't"), each with its confidence (``editspec.confidence``): each unit's
+        edits, moved to the line's offsets (``chain.lift``); with ``types``, each edit's ERRANT
+        error type and message too (``error_types.typed``: spaCy parses the texts with edits, so
+        it costs a second to load and a few ms a text). ``alternatives``: up to that many other
+        replacements per edit from the T5's beam n-best of the unit as read (``nbest.alternatives``:
+        the decode's hypotheses with beam search, else a search of ``nbest.ALTERNATIVES`` beams on
+        the units a round changed). ``nbest``: each line's that many best hypotheses with their
+        scores (``Correction.nbest``), kept from the beam search of ``num_beams`` beams that
+        produced the output (``editspec.nbest``)."""
         if alternatives and self.bundle.t5 is None:
             raise EditspecError("alternatives come from the T5's beam search: this corrector has no T5 (mode edit5)")
         if nbest and self.num_beams < max(2, nbest):
             raise EditspecError(f"n-best lists are a beam search's: {nbest} of them need num_beams >= "
                                 f"{max(2, nbest)}, not {self.num_beams}")
-        # the search keeps enough for the alternatives too (as many as their own search would give)
-        k = max(nbest, min(ALTERNATIVES, self.num_beams)) if nbest and alternatives else nbest
-        outputs, spans, scored, hyps = self._correct(texts, progress, level, detailed=True, nbest=k)
+        if self.num_beams > 1:  # the search keeps enough for the alternatives too
+            k = max(nbest, min(ALTERNATIVES, self.num_beams) if alternatives else 0)
+        else:
+            k = ALTERNATIVES if alternatives else 0
+        done = self._correct(texts, progress, level, detailed=True, hypotheses=k)
         with self.timings("diff"):
-            corrections = []
-            it = iter(scored)
-            for text, out, line_spans in zip(texts, outputs, spans):
-                units = [(a, next(it)) for a, _ in line_spans]
-                shown = Correction.shown(text, out)
-                edits = confidence.spread(shown.edits, [(a, e) for a, c in units if c is not None for e in c.edits])
-                corrections.append(Correction(text, out, edits))
-        lines = rejoined(texts, spans, hyps, k) if nbest else []
+            edits = [self._shown(u, out, c, alternatives) for u, out, c in zip(done.units, done.outputs, done.scored)]
+            corrections = lift(texts, done.spans, done.lines, edits)
         if nbest:
-            corrections = [replace(c, nbest=tuple(h[:nbest])) for c, h in zip(corrections, lines)]
-        if alternatives:
-            with self.timings("alternatives"):
-                changed = [n for n, c in enumerate(corrections) if c.edits]
-                hypotheses = ([lines[n] for n in changed] if nbest else
-                              line_hypotheses(self, [texts[n] for n in changed], ALTERNATIVES))
-                for n, c in zip(changed, other_spans([corrections[n] for n in changed], hypotheses, alternatives)):
-                    corrections[n] = c
+            corrections = [replace(c, nbest=h[:nbest]) for c, h in
+                           zip(corrections, rejoined(texts, done.spans, done.units, k))]
         if not types:
             return corrections
         with self.timings("types"):
             return error_types.typed(corrections)
 
+    @staticmethod
+    def _shown(unit: Unit, output: str, scored: Correction | None, alternatives: int) -> list[Edit]:
+        """A unit's edits as a user is shown them (whole words, ``Correction.shown``), each with the
+        confidence of the scored edits it covers (``confidence.spread``) and its alternatives."""
+        if output == unit.text:
+            return []
+        shown = Correction.shown(unit.text, output)
+        shown = replace(shown, edits=confidence.spread(shown.edits, [(0, e) for e in scored.edits] if scored else []))
+        if alternatives:
+            shown = other_spans([shown], [unit.hypotheses], alternatives)[0]
+        return shown.edits
+
     def _correct(self, texts: Sequence[str], progress: Callable[[int], None] | None, level: str | None,
-                 detailed: bool, nbest: int = 0) -> tuple[list[str], list, list[Correction | None], list[Hyps]]:
-        """(outputs, each line's unit spans, each unit's scored correction or None, each unit's
-        ``nbest`` hypotheses): the chain, with the confidences found where they are shown or a
-        level's ``min_confidence`` needs them, and with ``nbest``, the beam search's hypotheses."""
+                 detailed: bool = False, hypotheses: int = 0) -> Corrected:
+        """The chain over lines: segment, the rounds, and the confidences where they are shown or a
+        level's ``min_confidence`` needs them; ``hypotheses``: each unit's, as ``correct_round``'s."""
         if isinstance(texts, str):
             raise TypeError("correct() takes a list of texts, not one string")
         settings = self.level_of(level)
         memo: dict = {}  # each text tokenized once: segmenting's encodings serve the round's
         with self.timings("segment"):
             spans = segment.segment_lines(texts, self.limits, memo)
-            units = segment.unit_texts(texts, spans)
+            written = segment.unit_texts(texts, spans)
             places = segment.places(texts, spans)
-        trace: dict = {}
-        outputs = self.correct_units(units, progress, places, memo, settings, trace, nbest)
-        # a unit no search read (over a limit; an empty line has none): every hypothesis its output,
-        # the unit as read (after spelling)
-        read, found = trace.get("spelled", units), trace.get("nbest", {})
-        hyps = [found.get(i, [(read[i], 0.0)] * nbest) for i in range(len(units))] if nbest else []
-        scored: list[Correction | None] = [None] * len(units)
+        units = self.units(written, progress, places, memo, settings, hypotheses)
+        outputs, scored = [u.output for u in units], [None] * len(units)
         if detailed or settings.min_confidence > 0:
             with self.timings("confidence"):
-                scored = self.confidences(units, trace.get("spelled", units), outputs, trace.get("scores"))
+                scored = confidence.score_units(units, outputs, self.scorer(), self.calibration)
                 if settings.min_confidence > 0:
-                    outputs, scored = self.keep_sure(units, outputs, scored, settings.min_confidence)
+                    outputs, scored = confidence.keep_sure(written, outputs, scored, settings.min_confidence)
         with self.timings("rejoin"):
-            return segment.rejoin_lines(texts, spans, outputs), spans, scored, hyps
-
-    def confidences(self, units: Sequence[str], read: Sequence[str], outputs: Sequence[str],
-                    cache: dict | None = None) -> list[Correction | None]:
-        """Each changed unit's correction (from the unit as written) with a confidence on each edit
-        (``editspec.confidence``): the output model's margin of the output over the output with
-        that edit undone, given ``read`` (the unit as the model read it, after spelling); None for
-        a unit left as written. ``cache``: scores the round's rescoring found already."""
-        score = self._cached(self.scorer(), {} if cache is None else cache)
-        plan, rows = [], ([], [])
-        for i, (unit, source, output) in enumerate(zip(units, read, outputs)):
-            if unit != output:
-                c, texts = confidence.variants(unit, output)
-                plan.append((i, c, len(rows[1]), len(texts)))
-                rows[0].extend([source] * len(texts))
-                rows[1].extend(texts)
-        scores: list[float | None] = []
-        for at in range(0, len(rows[1]), rescoring.GROUP):
-            scores += self._score_each(score, rows[0][at:at + rescoring.GROUP], rows[1][at:at + rescoring.GROUP])
-        out: list[Correction | None] = [None] * len(units)
-        calibrate = self.calibration
-        for i, c, at, n in plan:
-            out[i] = confidence.with_confidence(c, [calibrate(m) for m in confidence.margins(scores[at:at + n])])
-        return out
-
-    @staticmethod
-    def _score_each(score: rescoring.Scorer, sources: Sequence[str], targets: Sequence[str]) -> list[float | None]:
-        """``score``'s values; where a pair cannot be scored (an EdiT5 whose order positions a
-        variant outgrows), that pair's is None and the others are scored one by one."""
-        try:
-            return score(sources, targets)
-        except ValueError:
-            out: list[float | None] = []
-            for pair in zip(sources, targets):
-                try:
-                    out += score([pair[0]], [pair[1]])
-                except ValueError:
-                    out.append(None)
-            return out
-
-    @staticmethod
-    def keep_sure(units: Sequence[str], outputs: Sequence[str], scored: Sequence[Correction | None],
-                  threshold: float) -> tuple[list[str], list[Correction | None]]:
-        """The outputs with each edit less sure than ``threshold`` undone; a unit's edits that are
-        left keep their confidence (those the diff finds anew take the least sure of the kept)."""
-        outputs, scored = list(outputs), list(scored)
-        for i, c in enumerate(scored):
-            if c is None or all(e.confidence >= threshold for e in c.edits):
-                continue
-            kept = [e for e in c.edits if e.confidence >= threshold]
-            outputs[i] = apply(units[i], kept)
-            if not kept:
-                scored[i] = None
-                continue
-            known = {(e.start, e.end, e.original, e.correction): e.confidence for e in kept}
-            again = Correction.of(units[i], outputs[i])
-            least = min(known.values())
-            scored[i] = confidence.with_confidence(
-                again, [known.get((e.start, e.end, e.original, e.correction), least) for e in again.edits])
-        return outputs, scored
-
-    @staticmethod
-    def _cached(score: rescoring.Scorer, cache: dict) -> rescoring.Scorer:
-        """``score`` that keeps each (source, target) pair's score in ``cache`` and asks only for new ones."""
-        def cached(sources: Sequence[str], targets: Sequence[str]) -> list[float | None]:
-            # every pair not kept yet, repeats too: rescoring's call is the one it made before (in
-            # bf16 a pass's numbers can depend on the rows beside it)
-            todo = [p for p in zip(sources, targets) if p not in cache]
-            if todo:
-                cache.update(zip(todo, score([s for s, _ in todo], [t for _, t in todo])))
-            return [cache[p] for p in zip(sources, targets)]
-        return cached
+            return Corrected(segment.rejoin_lines(texts, spans, outputs), spans, units, outputs, scored)
 
     # -- the chain: units -> spelling -> rounds of (tokenize, decode, edits, checks, rescore) --
 
-    def correct_units(self, units: Sequence[str], progress: Callable[[int], None] | None = None,
+    def correct_units(self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
                       places: Sequence[segment.Place] | None = None, memo: dict | None = None,
-                      level: Level | None = None, trace: dict | None = None, nbest: int = 0) -> list[str]:
-        """The units after the last of ``rounds`` rounds (see ``correct_rounds``)."""
-        out = list(units)
-        for out in self.correct_rounds(units, progress, places, memo, level, trace, nbest):
+                      level: Level | None = None) -> list[str]:
+        """The units' outputs after the last of ``rounds`` rounds (``units``)."""
+        return [u.output for u in self.units(texts, progress, places, memo, level)]
+
+    def units(self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
+              places: Sequence[segment.Place] | None = None, memo: dict | None = None,
+              level: Level | None = None, hypotheses: int = 0) -> list[Unit]:
+        """The units after the last of ``rounds`` rounds (``correct_rounds``)."""
+        units = [Unit.of(t, t) for t in texts]
+        for units in self.correct_rounds(texts, progress, places, memo, level, hypotheses):
             pass
-        return out
+        return units
 
-    def correct_rounds(self, units: Sequence[str], progress: Callable[[int], None] | None = None,
+    def correct_rounds(self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
                        places: Sequence[segment.Place] | None = None, memo: dict | None = None,
-                       level: Level | None = None, trace: dict | None = None, nbest: int = 0) -> Iterator[list[str]]:
-        """All units after each of the ``rounds`` rounds (after spelling, if on; ``places`` as in
-        ``spelling.respell_all``, from ``segment.places``; ``memo``: encodings made already, as
-        ``tokens.encode`` keeps them).
+                       level: Level | None = None, hypotheses: int = 0) -> Iterator[list[Unit]]:
+        """The units (``texts`` as written) after each of the ``rounds`` rounds, each read after
+        spelling if on (``places`` as in ``spelling.respell_all``, from ``segment.places``;
+        ``memo``: encodings made already, as ``tokens.encode`` keeps them).
 
-        A round corrects again only the units the round before changed (so once none changed,
-        the rest cost nothing): a one-pass model often fixes an error only once the one beside
-        it is fixed. The guard applies in each round (a unit it keeps is that round's input,
-        respelled if ``spelling``: the dictionary does not lose its place). ``progress`` counts
-        the first round, which reads every unit. ``level``: its decode and rescoring settings
-        (None: ``self.level``'s). ``trace``, a dict: gets "spelled" (the units after spelling) and
-        "scores" (the last round's rescoring scores, by (source, target) text) and, with ``nbest``,
-        "nbest": each unit's ``nbest`` best hypotheses from the last round that decoded it (by unit).
-        """
+        A round corrects again only the units whose output the round before changed (so once
+        none changed, the rest cost nothing): a one-pass model often fixes an error only once the
+        one beside it is fixed. The guard applies in each round (a unit it keeps is that round's
+        input, respelled if ``spelling``: the dictionary does not lose its place). ``progress``
+        counts the first round, which reads every unit. ``level``: its decode and rescoring
+        settings (None: ``self.level``'s); ``hypotheses``: as ``correct_round``'s."""
         level = self.level_of(None) if level is None else level
-        trace = {} if trace is None else trace
         self.timings.first_round()
+        read = texts
         if self.spelling:
             with self.timings("spelling"):
-                units = respell_all(units, places)
-        trace["spelled"] = units
-        out = list(units)
+                read = respell_all(texts, places)
+        units = [Unit.of(text, r) for text, r in zip(texts, read)]
         todo = list(range(len(units)))
         memo = {} if memo is None else memo
         for round_ in range(self.rounds):
             if round_:
                 self.timings.next_round()
-            trace["scores"] = {}
-            found = Found(nbest) if nbest else None
-            fixed = self.correct_round([out[i] for i in todo], progress if round_ == 0 else None, memo,
-                                       level, trace["scores"], found)
-            if found is not None:
-                trace.setdefault("nbest", {}).update((todo[k], h) for k, h in found.units.items())
-            out, changed = list(out), []  # a new list: the one yielded before stays as it was
-            for i, text in zip(todo, fixed):
-                if text != out[i]:
-                    out[i] = text
-                    changed.append(i)
-            todo = changed
-            yield out
+            done = self.correct_round([units[i] for i in todo], progress if round_ == 0 else None, memo, level,
+                                      hypotheses)
+            units, was = list(units), units  # a new list: the one yielded before stays as it was
+            for i, u in zip(todo, done):
+                units[i] = u
+            todo = [i for i in todo if units[i].output != was[i].output]
+            yield units
         self.bundle.keep_draft_costs(self.batch_size)
 
-    def correct_round(self, units: Sequence[str], progress: Callable[[int], None] | None = None,
-                      memo: dict | None = None, level: Level | None = None, scores: dict | None = None,
-                      found: Found | None = None) -> list[str]:
-        """One round over ``units``: each tokenized once and decoded, its output's edits found
-        once, then judged by the checks and rescoring in turn, each undoing those it finds wrong.
-        A unit some model cannot read whole (one character that NFKC makes many tokens) stays.
-        ``level``: the copy penalty of the decode and rescoring's margin; ``scores``: gets
-        rescoring's scores by (source, target) text; ``found``: each unit's hypotheses (beam search)."""
+    def correct_round(self, units: Sequence[Unit], progress: Callable[[int], None] | None = None,
+                      memo: dict | None = None, level: Level | None = None, hypotheses: int = 0) -> list[Unit]:
+        """One round over ``units``, each reading its output so far: tokenized once and decoded, its
+        output's edits found once, then judged by the checks and rescoring in turn, each undoing
+        those it finds wrong; each unit comes back with the round's correction, tokens, rescoring's
+        scores and ``hypotheses`` best of a beam search (the decode's with ``num_beams`` > 1, else
+        a search of that many beams on the units the round leaves changed). A unit some model cannot
+        read whole (one character that NFKC makes many tokens) comes back as it was. ``level``: the
+        copy penalty of the decode and rescoring's margin."""
         level = self.level_of(None) if level is None else level
-        encoded, order = self.tokenize(units, memo)
+        texts = [u.output for u in units]
+        encoded, order = self.tokenize(texts, memo)
         known = rescoring.Known()  # the decode's own scores: rescoring reads them, no forced pass
-        changes = dict(self.decode_units(units, encoded, order, progress, known, level.copy_penalty, found))
+        decoded = self.decode_units(texts, encoded, order, progress, known, level.copy_penalty, hypotheses)
         with self.timings("edits"):
-            changes = {i: Correction.of(units[i], text) for i, text in changes.items()}
+            changes = {i: Correction.of(texts[i], text) for i, (text, _) in decoded.items()}
         with self.timings("guard"):
             changes = {i: self.check(c, encoded[i]) for i, c in changes.items()}
+        scores: dict[int, dict] = {}
         if self.rescore:  # the output model undoes the edits it scores lower than their absence
             with self.timings("rescore"):
                 changed = [i for i in order if changes[i].edits]
-                scorer = self._cached(self.scorer(known), {} if scores is None else scores)
-                for i, c in zip(changed, rescoring.rescore([changes[i] for i in changed], scorer,
-                                                           margin=level.rescore_margin)):
-                    changes[i] = c
-        return [changes[i].output if i in changes else unit for i, unit in enumerate(units)]
+                for i, (c, scored) in zip(changed, rescoring.rescore([changes[i] for i in changed], self.scorer(known),
+                                                                     margin=level.rescore_margin)):
+                    changes[i], scores[i] = c, dict(scored)
+        hyps = {i: h for i, (_, h) in decoded.items()}
+        if hypotheses and self.num_beams == 1:  # the alternatives' search, on what this round read
+            with self.timings("alternatives"):
+                redo = [i for i in order if changes[i].output != units[i].text]
+                hyps.update(zip(redo, self.search([encoded[i] for i in redo], hypotheses)))
+        return [u.after(changes[i], encoded=encoded[i], scores=scores.get(i, {}), hypotheses=hyps[i])
+                if i in changes else u for i, u in enumerate(units)]
 
     # -- the steps --
 
@@ -484,51 +416,59 @@ class Corrector:
         return encoded, sorted((i for i in range(len(units)) if fits[i]), key=lambda i: -len(encoded[i].ids))
 
     def decode_units(self, units: Sequence[str], encoded: Sequence[Encoded], order: Sequence[int],
-                     progress: Callable[[int], None] | None, known: rescoring.Known,
-                     copy_penalty: float = 0.0, found: Found | None = None) -> Iterator[tuple[int, str]]:
-        """(unit, the model's output text) for the units in ``order``: EdiT5 ``batch_size`` units at
-        a time; T5 all of them through the core's ``batch_size`` slots, where a finished unit's
-        slot takes the next waiting one at once. ``progress`` gets each unit's characters once done;
-        ``found`` each unit's beam hypotheses."""
+                     progress: Callable[[int], None] | None, known: rescoring.Known, copy_penalty: float = 0.0,
+                     hypotheses: int = 0) -> dict[int, tuple[str, Hyps]]:
+        """unit -> (the model's output text, its hypotheses) for the units in ``order``: EdiT5
+        ``batch_size`` units at a time; T5 all of them through the core's ``batch_size`` slots,
+        where a finished unit's slot takes the next waiting one at once. ``progress`` gets each
+        unit's characters once done."""
+        out: dict[int, tuple[str, Hyps]] = {}
         for batch in self._mode.batches(order, self.batch_size):
             each = progress is not None and self._mode.slotted  # progress as each unit is done
             done = (lambda k, batch=batch: progress(len(units[batch[k]]))) if each else None
-            texts = self.decode([encoded[i] for i in batch], done, known, copy_penalty, found)
-            if found is not None:
-                found.units.update(zip(batch, found.rows))
-            yield from zip(batch, texts)
+            out.update(zip(batch, self.decode([encoded[i] for i in batch], done, known, copy_penalty, hypotheses)))
             if progress is not None and not each:
                 progress(sum(len(units[i]) for i in batch))
+        return out
 
     def decode(self, encoded: Sequence[Encoded], done: Callable[[int], None] | None = None,
                known: rescoring.Known | None = None, copy_penalty: float = 0.0,
-               found: Found | None = None) -> list[str]:
-        """The model's output text per unit (the mode's ``run``, then its ``render``); ``done(k)``
-        once unit k is decoded (T5 modes). With ``rescore`` (and ``reuse_scores``), ``known`` records the
-        decode's scores (``rescoring.Known.record``): a forced pass's bit for bit where
-        ``decoder.exact_windows`` (bf16); in float32 the kernels of a window and of a step differ in
-        the last bits (~1e-6 of a log P), so an edit whose variant ties the output that closely may
-        be judged otherwise than with every pair forced (reports/speed.md, issue 71: how often).
-        ``found``: its ``rows`` get each unit's ``found.k`` best (text, score) of the beam search."""
+               hypotheses: int = 0) -> list[tuple[str, Hyps]]:
+        """The model's output text per unit (the mode's ``run``, then its ``render``) and, with beam
+        search, its ``hypotheses`` best; ``done(k)`` once unit k is decoded (T5 modes). With
+        ``rescore`` (and ``reuse_scores``), ``known`` records the decode's scores
+        (``rescoring.Known.record``): a forced pass's bit for bit where ``decoder.exact_windows``
+        (bf16); in float32 the kernels of a window and of a step differ in the last bits (~1e-6 of
+        a log P), so an edit whose variant ties the output that closely may be judged otherwise
+        than with every pair forced (reports/speed.md, issue 71: how often)."""
         mode = self._mode
         if not encoded:
             return []
         # beam search: no greedy drafter, no greedy scores (rescoring forces its passes)
-        beams = beam_settings(self.num_beams, self.mode, found.k if found else 1) if self.num_beams > 1 else None
-        if found is not None and beams is None:
-            raise EditspecError("n-best lists are a beam search's: num_beams must be 2 or more")
+        beams = beam_settings(self.num_beams, self.mode, hypotheses or 1) if self.num_beams > 1 else None
         scores = known is not None and self.rescore and self.reuse_scores and self.output_kind == "t5" and not beams
         with torch.inference_mode(), self.timings(mode.step):  # the model parts inside: see profiling.pipeline
             drafter = self._drafter(encoded) if mode.drafts and not beams else None
-            outputs, stats = mode.run(self.bundle, encoded, self.batch_size, drafter, done, scores=scores,
-                                      beams=beams, copy_penalty=copy_penalty)
+            found = mode.run(self.bundle, DecodeRequest(encoded, self.batch_size, drafter, done, scores=scores,
+                                                        beams=beams, copy_penalty=copy_penalty))
         if scores:  # T5 modes: one decode a round, so one set of widths
-            known.record([e.ids for e in encoded], outputs, stats, self.bundle.t5_tokenizer.eos_token_id)
+            known.record([e.ids for e in encoded], found.outputs, found.stats, self.bundle.t5_tokenizer.eos_token_id)
         with self.timings("render"):
-            if found is not None:  # each unit's hypotheses, rendered as its output is
-                found.rows = [list(zip(mode.render(self.bundle, [e] * len(best), [h.ids for h in best]),
-                                       [h.score for h in best])) for e, best in zip(encoded, stats.hypotheses)]
-            return mode.render(self.bundle, encoded, outputs)
+            hyps = self._rendered(encoded, found.hypotheses) if hypotheses and beams else [()] * len(encoded)
+            return list(zip(mode.render(self.bundle, encoded, found.outputs), hyps))
+
+    def search(self, encoded: Sequence[Encoded], k: int) -> list[Hyps]:
+        """Each unit's ``k`` best of a beam search of ``k`` beams on the T5 (the alternatives')."""
+        if not encoded:
+            return []
+        with torch.inference_mode():
+            found = T5.run(self.bundle, DecodeRequest(encoded, self.batch_size, beams=BeamSettings(k, k)))
+        return self._rendered(encoded, found.hypotheses)
+
+    def _rendered(self, encoded: Sequence[Encoded], hypotheses) -> list[Hyps]:
+        """Each unit's hypotheses rendered as its output is, with their scores."""
+        return [tuple(zip(self._mode.render(self.bundle, [e] * len(best), [h.ids for h in best]),
+                          [h.score for h in best])) for e, best in zip(encoded, hypotheses)]
 
     def check(self, c: Correction, encoded: Encoded) -> Correction:
         """The checks after the model on one unit's correction (``encoded``: what the model read):

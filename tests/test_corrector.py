@@ -53,6 +53,11 @@ def speculative(models):
     return Corrector.from_pretrained(models / "bundle", device="cpu", batch_size=4)
 
 
+def patch_decode(monkeypatch, c, texts):
+    """The corrector's decode replaced by ``texts(encoded, ...)``: each unit's output text, no hypotheses."""
+    monkeypatch.setattr(c, "decode", lambda *a, **k: [(t, ()) for t in texts(*a, **k)])
+
+
 LINES = ["  She go to school every days.  I like it.", "", "\t😀 中文 He go home.\tThen   we eat 3.5 apple. ",
          "word " * 60, "ﬁne</s><extra_id_3>  x", "no newline at end", "ﷺ" * 30 + " x"]
 
@@ -154,7 +159,7 @@ def test_corrector_guards_each_unit(models, monkeypatch, tmp_path, tokenizer):
     # (words the tiny tokenizer can read: an edit that writes an unreadable character is undone first)
     line = "She go home. I like a book."
     outputs = {"She go home.": "She goes home.", "I like a book.": "I like a book I like a book."}
-    monkeypatch.setattr(c, "decode", lambda encoded, *_: [outputs[e.text] for e in encoded])
+    patch_decode(monkeypatch, c, lambda encoded, *_: [outputs[e.text] for e in encoded])
     assert c.correct([line]) == ["She goes home. I like a book."] and c.guarded == 1
     c.max_edit_words = 0
     assert c.correct([line]) == ["She goes home. I like a book I like a book."] and c.guarded == 1
@@ -222,7 +227,7 @@ def test_prefix_is_read_by_the_t5_and_not_written(models, monkeypatch):
     for mode, expected in (("t5", ["grammar: She go home.", "grammar: I like it."]), ("edit5", ["She go home.", "I like it."])):
         c = Corrector.from_pretrained(models / "bundle", mode=mode, device="cpu", prefix="grammar: ", max_length=64)
         assert c.config.prefix == "grammar: "
-        monkeypatch.setattr(c, "decode", lambda encoded, *_: seen.extend(e.text for e in encoded) or
+        patch_decode(monkeypatch, c, lambda encoded, *_: seen.extend(e.text for e in encoded) or
                             [e.text.removeprefix("grammar: ").replace("go", "goes") for e in encoded])
         assert c.correct(["She go home. I like it."]) == ["She goes home. I like it."]
         assert sorted(seen) == sorted(expected)
@@ -243,8 +248,8 @@ def test_rounds_correct_again_only_what_the_last_round_changed(models, monkeypat
         seen.append(sorted(e.text for e in encoded))
         return [outputs[e.text] for e in encoded]
 
-    monkeypatch.setattr(c, "decode", correct_batch)
-    rounds = list(c.correct_rounds(["He go school.", "I like it.", "Yes."]))
+    patch_decode(monkeypatch, c, correct_batch)
+    rounds = [[u.output for u in r] for r in c.correct_rounds(["He go school.", "I like it.", "Yes."])]
     assert [r[0] for r in rounds] == ["He goes school.", "He goes to school."] + ["He goes to school."] * 2
     assert all(r[1:] == ["I like it.", "Yes."] for r in rounds) and c.guarded == 1  # guarded once
     assert seen == [["He go school.", "I like it.", "Yes."], ["He goes school."], ["He goes to school."]]
@@ -269,7 +274,7 @@ def test_corrector_respells_before_the_model_and_guards_against_the_respelled_un
         seen.extend(e.text for e in encoded)
         return [e.text.replace("I has", "I have to have") for e in encoded]  # a 3-word edit: guarded
 
-    monkeypatch.setattr(c, "decode", correct_batch)
+    patch_decode(monkeypatch, c, correct_batch)
     assert c.correct(["I has recieved your leter. Thanks!"]) == ["I has received your letter. Thanks!"]
     assert " ".join(seen) == "I has received your letter. Thanks!" and c.guarded == 1  # units, maybe chunks
     c.spelling = False
@@ -280,7 +285,7 @@ def test_corrector_respells_before_the_model_and_guards_against_the_respelled_un
 def test_corrector_capitalises_a_line_s_first_word_but_not_a_chunked_sentence_s_rest(models, monkeypatch):
     c = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", spelling=True, max_length=12)
     seen = []
-    monkeypatch.setattr(c, "decode", lambda encoded, *_: seen.extend(e.text for e in encoded) or
+    patch_decode(monkeypatch, c, lambda encoded, *_: seen.extend(e.text for e in encoded) or
                         [e.text for e in encoded])
     line = "yesterday i went to the old market near the river and there we bought some bread"
     assert c.correct([line, line]) == ["Yesterday I went" + line[len("yesterday i went"):]] * 2
@@ -298,7 +303,7 @@ def test_places_say_which_units_begin_and_end_a_line():
 def test_corrector_ends_a_long_line_but_not_its_chunks(models, monkeypatch):
     c = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", spelling=True, max_length=64)
     seen = []
-    monkeypatch.setattr(c, "decode", lambda encoded, *_: seen.extend(e.text for e in encoded) or
+    patch_decode(monkeypatch, c, lambda encoded, *_: seen.extend(e.text for e in encoded) or
                         [e.text for e in encoded])
     line = ("We went to the old market near the river, and there we bought some bread and cheese, "
             "then we walked back home along the river and ate all of it in the garden with friends")
@@ -351,7 +356,7 @@ def test_real_words_leaves_no_made_up_word_the_source_does_not_hold(source, outp
 
 def test_corrector_undoes_made_up_words_with_the_spelling_step(models, monkeypatch):
     c = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", spelling=True)
-    monkeypatch.setattr(c, "decode", lambda encoded, *_: [e.text.replace("beef", "beingef").replace(
+    patch_decode(monkeypatch, c, lambda encoded, *_: [e.text.replace("beef", "beingef").replace(
         "have", "has") for e in encoded])
     assert c.correct(["Sales of beef have shown it."]) == ["Sales of beef has shown it."] and c.unreal == 1
     c.spelling = False  # the dictionary is the spelling step's: without it, the model's word stays
@@ -366,7 +371,7 @@ def test_corrector_rescores_after_the_guard_with_the_output_model(models, monkey
     outputs = {"He go to home.": "He goes to the home.", "I like it.": "I like it I like it I like it.", "Yes.": "Yes."}
     for mode, kind in (("t5", "t5"), ("speculative", "t5"), ("edit5", "edit5")):
         c = Corrector.from_pretrained(models / "bundle", mode=mode, device="cpu", max_edit_words=3, rescore=True)
-        monkeypatch.setattr(c, "decode", lambda encoded, *_: [outputs[e.text] for e in encoded])
+        patch_decode(monkeypatch, c, lambda encoded, *_: [outputs[e.text] for e in encoded])
         scored = []
 
         def fake_scorer(model, tok, batch_size, *_):

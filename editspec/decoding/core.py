@@ -64,8 +64,6 @@ class SpecStats:
     log_probs: list[float] | None = None
     token_log_probs: list[list[float]] | None = None  # the same, token by token (rescoring reuses a prefix's)
     widths: tuple[int, int] = (0, 0)  # the decoder's cache widths (source, target): ``score``'s ``widths``
-    # a beam search's (``beam.generate``): each sentence's ``num_return`` best hypotheses, best first
-    hypotheses: list | None = None
 
     @classmethod
     def empty(cls, n: int) -> "SpecStats":
