@@ -39,7 +39,7 @@ def main() -> None:
     spans = segment.segment_lines(evaluator.sources, corrector.limits)
     units = segment.unit_texts(evaluator.sources, spans)
     print(f"{len(evaluator)} sentences, {len(units)} units, mode {corrector.mode}, "
-          f"guard {corrector.max_edit_words}, spelling {'on' if corrector.spelling else 'off'}")
+          f"guard {corrector.config.max_edit_words}, spelling {'on' if corrector.config.spelling else 'off'}")
     scores, before = {}, units
     started = time.perf_counter()
     with tqdm(total=sum(map(len, units)), unit="char", desc="round 1") as bar:

@@ -77,12 +77,12 @@ def test_keep_sure_leaves_unsure_edits_as_written(shipped):
     plain = shipped.correct_detailed(SENTENCES)
     confidences = sorted(e.confidence for c in plain for e in c.edits)
     threshold = confidences[len(confidences) // 2]
-    shipped.levels = {"default": {"min_confidence": threshold}}
+    shipped.config = shipped.config.replace(levels={"default": {"min_confidence": threshold}})
     try:
         sure = shipped.correct_detailed(SENTENCES)
         assert shipped.correct(SENTENCES) == [c.output for c in sure]
     finally:
-        shipped.levels = CorrectorConfig.from_pretrained(shipped_model_dir()).levels
+        shipped.config = shipped.config.replace(levels=CorrectorConfig.from_pretrained(shipped_model_dir()).levels)
     kept = {(c.input, e.original, e.correction) for c in sure for e in c.edits}
     for c in plain:
         for e in c.edits:

@@ -104,10 +104,10 @@ def run_eval(args: argparse.Namespace) -> int:
         outputs, seconds = correct_all(corrector.correct, sources, max(args.batch_size, 1) * 4,
                                        progress=not args.no_progress, desc=mode)
         if hasattr(corrector, "guarded"):  # its guard (and how many units it kept), rounds, spelling, rescoring
-            settings = {"max_edit_words": corrector.max_edit_words, "guarded": corrector.guarded,
+            settings = {"max_edit_words": corrector.config.max_edit_words, "guarded": corrector.guarded,
                         "unreal": corrector.unreal,
-                        "rounds": corrector.rounds, "spelling": corrector.spelling,
-                        "rescore": corrector.rescore, "level": corrector.level}
+                        "rounds": corrector.config.rounds, "spelling": corrector.config.spelling,
+                        "rescore": corrector.config.rescore, "level": corrector.config.level}
     tokens = [retokenize(t, o, s, args.retokenize) for t, o, s in zip(source_tokens, outputs, sources)]
 
     report: dict = {}

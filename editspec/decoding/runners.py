@@ -22,6 +22,7 @@ from typing import Callable, Protocol, Sequence
 import torch
 
 from editspec import modes
+from editspec.config import check_beams
 from editspec.modeling.tensors import model_inputs
 from editspec.decoding import beam, core, drafters, edit5, rescoring
 from editspec.decoding.budgets import insertion_budget, output_budget
@@ -36,12 +37,9 @@ from editspec.tokenization.tokens import Encoded, encode, render, render_ids
 
 def beam_settings(num_beams: int, mode: str | None, num_return: int = 1) -> BeamSettings:
     """The corrector's beam search of ``num_beams`` beams returning the ``num_return`` best (one
-    line of error if it cannot be): the T5 modes' (mode None: not known yet); transformers'
-    defaults otherwise."""
-    settings = BeamSettings(num_beams, num_return)
-    if num_beams > 1 and mode is not None and not RUNNERS[mode].slotted:
-        raise EditspecError(f"beam search is the T5's: mode {mode} has none (use --mode t5 or speculative)")
-    return settings
+    line of error if it cannot be: ``config.check_beams``); transformers' defaults otherwise."""
+    check_beams(num_beams, mode)
+    return BeamSettings(num_beams, num_return)
 
 
 @dataclass(frozen=True)
