@@ -177,9 +177,9 @@ def generate(
         return out, stats
     with (decoders or Decoders()).lease(model, slots, max(map(len, sources)), max(budget) + 1) as dec:
         stats.widths = dec.widths
-        st = _Stream(dec, eos, drafter, window if drafter is not None else None,
-                     sampling, done,
-                     sources, budget, out, stats, waiting, [None] * slots, [dec.start] * slots)
+        st = _Stream(dec=dec, eos=eos, drafter=drafter, window=window if drafter is not None else None,
+                     sampling=sampling, done=done, sources=sources, budget=budget, out=out, stats=stats,
+                     waiting=waiting, sentence=[None] * slots, pending=[dec.start] * slots)
         if copy_penalty:
             if sampling is not None:
                 raise ValueError("copy_penalty is for greedy decoding")
