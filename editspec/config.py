@@ -183,7 +183,7 @@ def check_models(mode: str, present: dict[str, bool], where: str | None = None) 
 def check_beams(num_beams: int, mode: str | None, nbest: int = 0) -> None:
     """Beam search is the T5's (mode None: not known yet), and lists at most its beams: one line of error."""
     if num_beams > 1 and mode == "edit5":
-        raise EditspecError("beam search is the T5's: mode edit5 has none (use --mode t5 or speculative)")
+        raise EditspecError("beam search (--beam) is the T5's: --mode edit5 has none (use --mode t5 or speculative)")
     if nbest and num_beams < max(2, nbest):
         raise EditspecError(f"n-best lists are a beam search's: {nbest} of them need num_beams >= "
                             f"{max(2, nbest)}, not {num_beams}")

@@ -54,6 +54,9 @@ def key(e, shift: int = 0) -> tuple:
 def test_a_sentence_s_edits_do_not_depend_on_its_neighbours(shipped, pool, level):
     rng = random.Random(level)
     pairs = [tuple(rng.sample(range(len(pool)), 2)) for _ in range(64)]
+    # the pair: at picky, main's line diff paired "The" -> "People" and "people " -> ""
+    pool = pool + ["The people in my city is very friendly.", "I didn't went to school."]
+    pairs.append((len(pool) - 2, len(pool) - 1))
     lines = [f"{pool[a]} {pool[b]}" for a, b in pairs]
     assert all(len(segment.segment(line)) == 2 for line in lines)
     got = [c.as_dict() for c in shipped.correct_detailed(pool + lines, types=True, level=level)]
