@@ -44,7 +44,8 @@ def main() -> None:
     started = time.perf_counter()
     with tqdm(total=sum(map(len, units)), unit="char", desc="round 1") as bar:
         rounds = corrector.correct_rounds(units, bar.update, segment.places(evaluator.sources, spans))
-        for n, after in enumerate(rounds, 1):
+        for n, done in enumerate(rounds, 1):
+            after = [u.output for u in done]
             bar.close()  # the later rounds read only what changed
             result = evaluator.score(segment.rejoin_lines(evaluator.sources, spans, after))
             scores[n] = result.scores()
