@@ -138,15 +138,16 @@ class Corrector(Steps):
             (ALTERNATIVES if alternatives else 0)
         done = self._correct(texts, progress, level, detailed=True, hypotheses=k)
         with self.timings("diff"):
-            edits = [self._shown(u, out, c, alternatives) for u, out, c in zip(done.units, done.outputs, done.scored)]
-            corrections = lift(texts, done.spans, done.lines, edits)
+            shown = [Correction(u.text, out, self._shown(u, out, c, alternatives))
+                     for u, out, c in zip(done.units, done.outputs, done.scored)]
+        if types:  # each unit's edits typed in their unit, as the sentence alone gets them
+            with self.timings("types"):
+                shown = error_types.typed(shown)
+        corrections = lift(texts, done.spans, done.lines, [c.edits for c in shown])
         if nbest:
             corrections = [replace(c, nbest=h[:nbest]) for c, h in
                            zip(corrections, rejoined(texts, done.spans, done.units, k))]
-        if not types:
-            return corrections
-        with self.timings("types"):
-            return error_types.typed(corrections)
+        return corrections
 
     def _correct(self, texts: Sequence[str], progress: Callable[[int], None] | None, level: str | None,
                  detailed: bool = False, hypotheses: int = 0) -> Corrected:
