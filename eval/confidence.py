@@ -43,9 +43,9 @@ def decode(args) -> None:
     sources = ErrantEvaluator.from_m2(args.m2, limit=args.limit).sources if args.m2 else read_lines(args.src)[:args.limit]
     corrector = Corrector.from_pretrained(args.model, mode=args.mode, batch_size=args.batch_size)
     if args.levels:
-        corrector.levels = {**corrector.levels, **json.loads(args.levels)}
+        corrector.config = corrector.config.replace(levels={**corrector.config.levels, **json.loads(args.levels)})
         corrector.level_of(args.level)
-    corrector.calibrations = {corrector.output_kind: [PROBE, 0.0]}
+    corrector.config = corrector.config.replace(confidence={corrector.output_kind: [PROBE, 0.0]})
     found = {}
 
     def run(texts):

@@ -131,10 +131,9 @@ def correct_sources(args: argparse.Namespace, sources: list[str]) -> Corrected:
                                    progress=not args.no_progress, desc=mode)
     settings = {}
     if hasattr(corrector, "guarded"):  # its guard (and how many units it kept), rounds, spelling, rescoring
-        settings = {"max_edit_words": corrector.max_edit_words, "guarded": corrector.guarded,
-                    "unreal": corrector.unreal,
-                    "rounds": corrector.rounds, "spelling": corrector.spelling,
-                    "rescore": corrector.rescore, "level": corrector.level}
+        c = corrector.config
+        settings = {"max_edit_words": c.max_edit_words, "guarded": corrector.guarded, "unreal": corrector.unreal,
+                    "rounds": c.rounds, "spelling": c.spelling, "rescore": c.rescore, "level": c.level}
     return Corrected(outputs, mode, seconds, settings)
 
 

@@ -125,7 +125,7 @@ def levels(corrector) -> list[str]:
     from editspec.config import LEVELS
     from editspec.errors import EditspecError
 
-    out = [corrector.level]
+    out = [corrector.config.level]
     for name in LEVELS:
         try:
             if name not in out and corrector.level_of(name):

@@ -65,8 +65,6 @@ class SpecStats:
     log_probs: list[float] | None = None
     token_log_probs: list[list[float]] | None = None  # the same, token by token (rescoring reuses a prefix's)
     widths: tuple[int, int] = (0, 0)  # the decoder's cache widths (source, target): ``score``'s ``widths``
-    # a beam search's (``beam.generate``): each sentence's ``num_return`` best hypotheses, best first
-    hypotheses: list | None = None
 
     @classmethod
     def empty(cls, n: int) -> "SpecStats":
@@ -180,9 +178,9 @@ def generate(
         return out, stats
     with (decoders or Decoders()).lease(model, slots, max(map(len, sources)), max(budget) + 1) as dec:
         stats.widths = dec.widths
-        st = _Stream(dec, eos, drafter, window if drafter is not None else None,
-                     sampling, done,
-                     sources, budget, out, stats, waiting, [None] * slots, [dec.start] * slots)
+        st = _Stream(dec=dec, eos=eos, drafter=drafter, window=window if drafter is not None else None,
+                     sampling=sampling, done=done, sources=sources, budget=budget, out=out, stats=stats,
+                     waiting=waiting, sentence=[None] * slots, pending=[dec.start] * slots)
         if copy_penalty:
             if sampling is not None:
                 raise ValueError("copy_penalty is for greedy decoding")

@@ -50,7 +50,7 @@ def ct2_decoding(corrector: Corrector, peer: CT2Peer, lines: Sequence[str]) -> C
     """CTranslate2's fp32 greedy decoding of ``lines`` as T5 ids, batch by batch as the profile's
     ``ct2-greedy`` mode gets them (longest first; each batch to its longest row's budget)."""
     tok = corrector.bundle.t5_tokenizer
-    rows = [e.ids + [tok.eos_token_id] for e in encode(tok, [corrector.prefix + line for line in lines])]
+    rows = [e.ids + [tok.eos_token_id] for e in encode(tok, [corrector.config.prefix + line for line in lines])]
     order = sorted((i for i, r in enumerate(rows) if len(r) > 1), key=lambda i: -len(rows[i]))
     groups = [[rows[i] for i in b] for b in batches(order, corrector.batch_size)]
 

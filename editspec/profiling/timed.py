@@ -23,7 +23,7 @@ import torch
 
 from editspec.decoding import beam, core, drafters
 from editspec.decoding import runners
-from editspec.decoding.runners import Edit5Runner, T5Runner
+from editspec.decoding.runners import DecodeRequest, Edit5Runner, T5Runner
 from editspec.bundle import Bundle
 from editspec import modes
 from editspec.modes import Mode
@@ -132,10 +132,10 @@ class Core(Timed):
     def decode(self, p, batch, reference, rec):
         slots = len(batch.index)
         if not self.drafted:
-            return Decoded(self.runner.run(p.bundle, batch.encoded, slots)[0])
+            return Decoded(self.runner.run(p.bundle, DecodeRequest(batch.encoded, slots)).outputs)
         inner = self.draft(p, batch, reference) if self.draft else self.runner.drafter(p.bundle, batch.encoded, slots)
-        outputs, stats = self.runner.run(p.bundle, batch.encoded, slots, TimedDrafter(inner, rec), window=p.window)
-        return Decoded(outputs, stats)
+        found = self.runner.run(p.bundle, DecodeRequest(batch.encoded, slots, TimedDrafter(inner, rec), window=p.window))
+        return Decoded(found.outputs, found.stats)
 
     def report(self, p):
         if self.draft is not None or not self.drafted:
