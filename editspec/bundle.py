@@ -6,8 +6,8 @@
     bundle.markers                         EdiT5's position markers (<extra_id_N> ids)
     bundle.shared_vocab                    EdiT5 reads the T5's ids: its drafts need no re-tokenizing
     bundle.decoders                        each T5's decoding-core decoder, kept across calls
-    bundle.draft_costs                     what each speculative drafter has cost per sentence,
-                                           kept for the next process (``decoding.measured``)
+    bundle.costs                           the T5's pass costs and what each speculative drafter has
+                                           cost per sentence, kept for the next process (``decoding.costs``)
 
 The corrector (and so the server and Ray's actors), ``editspec profile``'s ``Profiler`` and
 training's dev scoring (the model being trained, alone) run the modes of ``editspec.decoding.runners``
@@ -23,9 +23,8 @@ from typing import TYPE_CHECKING, Sequence
 
 import torch
 
-from editspec.decoding import measured
+from editspec.decoding.costs import Costs
 from editspec.decoding.decoder import Decoders
-from editspec.decoding.drafters import DraftCosts
 from editspec.modeling import quantization
 from editspec.modeling.loading import load_edit5, resolve_device
 from editspec.modeling.precision import resolve_dtype
@@ -49,13 +48,13 @@ class Bundle:
     edit5_tokenizer: PreTrainedTokenizerBase | None = None
     paths: dict[str, str | None] = field(default_factory=dict)  # kind -> the directory it came from
     decoders: Decoders = field(default_factory=Decoders)
-    draft_costs: DraftCosts = field(default_factory=DraftCosts)
+    costs: Costs = field(init=False)  # a fresh one for each set of models (``only``)
 
     def __post_init__(self) -> None:
         self.markers = marker_ids(self.edit5_tokenizer) if self.edit5 is not None else []
         self.shared_vocab = self.t5 is not None and self.edit5 is not None and \
             self.edit5_tokenizer.get_vocab() == self.t5_tokenizer.get_vocab()
-        self._kept_probes = self.draft_costs.probed
+        self.costs = Costs(self.t5, self.edit5 if self.shared_vocab else None)
 
     @classmethod
     def load(cls, edit5: str | os.PathLike | None = None, t5: str | os.PathLike | None = None,
@@ -82,36 +81,8 @@ class Bundle:
     def only(self, *kinds: str) -> Bundle:
         """The same models of ``kinds`` alone, sharing this bundle's decoders (no model loads again)."""
         drop = {k: None for kind in KINDS if kind not in kinds for k in (kind, f"{kind}_tokenizer")}
-        return replace(self, **drop, draft_costs=DraftCosts())
+        return replace(self, **drop)
 
     @property
     def device(self) -> torch.device:
         return (self.t5 if self.t5 is not None else self.edit5).device
-
-    # -- the speculative mode's draft costs, kept for the next process --
-
-    def drafts_key(self, slots: int) -> dict | None:
-        """The key of the kept draft costs at ``slots`` (``decoding.measured``), where the
-        speculative mode measures them (EdiT5 reading T5's ids: ``drafters.Cheapest``); else None."""
-        if not self.shared_vocab:
-            return None
-        return {"t5": measured.model_key(self.t5, weights=True), "edit5": measured.model_key(self.edit5, weights=True),
-                "slots": slots}
-
-    def fresh_draft_costs(self, slots: int) -> DraftCosts:
-        """``draft_costs`` as a new process starts them: from those kept for these models at
-        ``slots``, if any."""
-        costs = DraftCosts()
-        key = self.drafts_key(slots)
-        if key is not None:
-            costs.restore(measured.load("drafts", key))
-        self.draft_costs, self._kept_probes = costs, costs.probed
-        return costs
-
-    def keep_draft_costs(self, slots: int) -> None:
-        """Keep ``draft_costs`` for the next process once this one has probed more."""
-        key = self.drafts_key(slots) if self.draft_costs.probed != self._kept_probes else None
-        if key is not None:
-            state = self.draft_costs.state()
-            measured.save("drafts", key, state)
-            self._kept_probes = state["probed"]

@@ -3,6 +3,7 @@
 
     spelling/   the spelling step's dictionaries as one index, built once (``editspec.pre.lexicon``)
     ct2/        CTranslate2 conversions of a T5 (``editspec.profiling.ct2``)
+    measured/   this machine's measured decoding costs (``editspec.decoding.costs``, ``.measured``)
 
 Everything here can be deleted at any time: it is derived again on the next use.
 """

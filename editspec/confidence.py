@@ -23,6 +23,8 @@ import math
 from dataclasses import dataclass, replace
 from typing import Sequence
 
+from editspec.chain import Unit
+from editspec.decoding import rescoring
 from editspec.post.diff import Correction, Edit, apply
 
 MAX_MARGIN = 50.0  # nats; beyond this the sigmoid is 0 or 1 at any fitted slope
@@ -59,21 +61,44 @@ class Calibration:
         return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
 
 
-def variants(unit: str, output: str) -> tuple[Correction, list[str]]:
-    """The unit's correction and what the scorer reads: the output, then the output with each edit
-    undone (all the others kept)."""
-    c = Correction.of(unit, output)
-    return c, [output] + [apply(unit, c.edits[:k] + c.edits[k + 1:]) for k in range(len(c.edits))]
+def score_units(units: Sequence[Unit], outputs: Sequence[str], score: rescoring.Scorer,
+                calibrate: Calibration) -> list[Correction | None]:
+    """Each changed unit's correction from the unit as written to its output (``outputs``), each
+    edit with its margin (``Correction.margins``) and confidence; None for a unit left as written.
+    The margins are ``score``'s given the unit as read, of the ``rescoring.variants``: those that
+    the unit's rescoring scored (its ``scores``, where its round read ``read``) are read, the
+    others scored."""
+    changed = [i for i, (u, out) in enumerate(zip(units, outputs)) if u.text != out]
+    changes = [Correction.of(units[i].text, outputs[i]) for i in changed]
+    given = [units[i].scores if units[i].correction.input == units[i].read else {} for i in changed]
+    scored = rescoring.score_variants([units[i].read for i in changed], changes, score, given, whole=False)
+    out: list[Correction | None] = [None] * len(units)
+    for i, c, values in zip(changed, changes, scored):
+        found = rescoring.margins(values)
+        out[i] = replace(c, edits=[replace(e, confidence=round(calibrate(m), 4)) for e, m in zip(c.edits, found)],
+                         margins=tuple(found))
+    return out
 
 
-def margins(scores: Sequence[float | None]) -> list[float | None]:
-    """Each edit's margin from the scores of ``variants``' texts (None where one is missing)."""
-    full, undone = scores[0], scores[1:]
-    return [None if full is None or s is None else full - s for s in undone]
-
-
-def with_confidence(c: Correction, values: Sequence[float]) -> Correction:
-    return Correction(c.input, c.output, [replace(e, confidence=round(v, 4)) for e, v in zip(c.edits, values)])
+def keep_sure(units: Sequence[str], outputs: Sequence[str], scored: Sequence[Correction | None],
+              threshold: float) -> tuple[list[str], list[Correction | None]]:
+    """The outputs with each edit less sure than ``threshold`` undone; a unit's edits that are
+    left keep their confidence (those the diff finds anew take the least sure of the kept)."""
+    outputs, scored = list(outputs), list(scored)
+    for i, c in enumerate(scored):
+        if c is None or all(e.confidence >= threshold for e in c.edits):
+            continue
+        kept = [e for e in c.edits if e.confidence >= threshold]
+        outputs[i] = apply(units[i], kept)
+        if not kept:
+            scored[i] = None
+            continue
+        known = {(e.start, e.end, e.original, e.correction): e.confidence for e in kept}
+        again = Correction.of(units[i], outputs[i])
+        least = min(known.values())
+        scored[i] = replace(again, edits=[replace(e, confidence=known.get((e.start, e.end, e.original, e.correction),
+                                                                          least)) for e in again.edits])
+    return outputs, scored
 
 
 def spread(shown: Sequence[Edit], scored: Sequence[tuple[int, Edit]]) -> list[Edit]:

@@ -163,6 +163,47 @@ class CorrectorConfig:
         return path
 
 
+def resolve_mode(mode: str | None, has_edit5: bool, has_t5: bool) -> str:
+    """The mode a corrector runs: ``mode``, else speculative when both models are there, else the one there."""
+    return mode or ("speculative" if has_edit5 and has_t5 else "edit5" if has_edit5 else "t5")
+
+
+def check_models(mode: str, present: dict[str, bool], where: str | None = None) -> None:
+    """One line of error when ``mode`` lacks a model it needs (``present``: kind -> loaded or found;
+    ``where``: the model directory the error names)."""
+    need = CORRECTOR[mode].needs
+    missing = [k for k in need if not present.get(k)]
+    if missing and where is not None:
+        raise EditspecError(f"mode {mode} needs {'an EdiT5' if missing[0] == 'edit5' else 'a T5'} "
+                            f"model, and {where} has none (pass --{missing[0]} DIR)")
+    if missing:
+        raise EditspecError(f"mode {mode} needs {' and '.join(need)} model(s); missing: {', '.join(missing)}")
+
+
+def check_beams(num_beams: int, mode: str | None, nbest: int = 0) -> None:
+    """Beam search is the T5's (mode None: not known yet), and lists at most its beams: one line of error."""
+    if num_beams > 1 and mode == "edit5":
+        raise EditspecError("beam search (--beam) is the T5's: --mode edit5 has none (use --mode t5 or speculative)")
+    if nbest and num_beams < max(2, nbest):
+        raise EditspecError(f"n-best lists are a beam search's: {nbest} of them need num_beams >= "
+                            f"{max(2, nbest)}, not {num_beams}")
+
+
+def check_level(level: Level, mode: str, num_beams: int) -> Level:
+    """``level`` if ``mode`` can run it: a copy penalty needs the T5's greedy decode."""
+    if level.copy_penalty and mode == "edit5":
+        raise EditspecError(f"level {level.name} needs the T5 (mode t5 or speculative), not mode {mode}")
+    if level.copy_penalty and num_beams > 1:
+        raise EditspecError(f"level {level.name} decodes greedily: it cannot be used with beam search")
+    return level
+
+
+def check_batch_size(batch_size: int) -> int:
+    if batch_size < 1:
+        raise EditspecError("batch size must be at least 1")
+    return batch_size
+
+
 @dataclass(frozen=True)
 class LoadOptions:
     """What ``Corrector.from_pretrained`` loads and how (one object, not 16 parameters; the CLI's
@@ -170,54 +211,43 @@ class LoadOptions:
 
     model           a bundle directory (``DIR/edit5``, ``DIR/t5``) or one checkpoint; None: the shipped bundle
     edit5, t5       a model of your own (a directory; a T5 may be a hub id), over ``model``'s
-    mode ... level  the run-time settings (``CorrectorConfig``); None: the bundle's ``corrector_config.json``
-                    (level: "default" or "picky", the level a call runs at when it names none)
+    settings        changes to the run-time settings (``CorrectorConfig``'s fields: mode, rounds,
+                    level, ...; a None value: the bundle's ``corrector_config.json``)
     device          cpu, cuda, cuda:1, ...; None: cuda if available
     dtype           float32 or bfloat16; None: float32 (``modeling.precision``: faster as a whole process)
     quantize        "int8" (CPU linears; lossy)
     batch_size      units decoded together (the decoding core's slots)
     max_length      model input tokens with EOS; None: the models' training length
     num_beams       > 1: the T5's beam search
-    threads         torch's CPU threads: None, the CLI's choice (``editspec.threads``: load-aware, and
-                    ``OMP_NUM_THREADS`` when set); 0: torch's as they are; N: N
+
+    Threads are the caller's (``editspec.threads.apply``: the CLI's choice), not the load's.
     """
 
     model: str | os.PathLike | None = None
     edit5: str | os.PathLike | None = None
     t5: str | os.PathLike | None = None
-    mode: str | None = None
-    max_edit_words: int | None = None
-    rounds: int | None = None
-    spelling: bool | None = None
-    rescore: bool | None = None
-    prefix: str | None = None
-    level: str | None = None
+    settings: dict = field(default_factory=dict)
     device: object = None  # a str or a torch.device
     dtype: object = None  # a str or a torch.dtype
     quantize: str | None = None
     batch_size: int = 16
     max_length: int | None = None
     num_beams: int = 1
-    threads: int | None = None
 
     def __post_init__(self) -> None:
-        if self.batch_size < 1:
-            raise EditspecError("batch size must be at least 1")
+        check_batch_size(self.batch_size)
         if self.max_length is not None and self.max_length < 3:
             raise EditspecError("max length must be at least 3 tokens (with EOS)")
-        if self.threads is not None and self.threads < 0:
-            raise EditspecError("threads must be 0 (torch's as they are) or more")
+        check_beams(self.num_beams, self.settings.get("mode"))
 
     def replace(self, **changes) -> LoadOptions:
-        """A copy with ``changes`` (names of the fields above; a misspelt one is a TypeError)."""
-        unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(self)})
+        """A copy with ``changes``: names of the fields above, or of ``CorrectorConfig``'s (into
+        ``settings``); a misspelt one is a TypeError."""
+        mine, theirs = {f.name for f in dataclasses.fields(self)}, {f.name for f in dataclasses.fields(CorrectorConfig)}
+        unknown = sorted(set(changes) - mine - theirs)
         if unknown:
-            raise TypeError(f"unknown option(s) {', '.join(unknown)}; LoadOptions has "
-                            f"{', '.join(f.name for f in dataclasses.fields(self))}")
-        return dataclasses.replace(self, **changes)
-
-    @property
-    def settings(self) -> dict:
-        """The run-time settings given (``CorrectorConfig.replace``'s arguments; None: the stored one)."""
-        return {k: getattr(self, k) for k in ("mode", "max_edit_words", "rounds", "spelling", "rescore", "prefix",
-                                          "level")}
+            raise TypeError(f"unknown option(s) {', '.join(unknown)}; LoadOptions has {', '.join(sorted(mine))} "
+                            f"and CorrectorConfig's {', '.join(sorted(theirs))}")
+        settings = {**self.settings, **{k: v for k, v in changes.items() if k in theirs}}
+        return dataclasses.replace(self, **{k: v for k, v in changes.items() if k in mine and k != "settings"},
+                                   settings={**settings, **changes.get("settings", {})})

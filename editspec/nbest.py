@@ -1,7 +1,7 @@
-"""Each line's K best corrections with their scores: the T5's beam search n-best (``decoding.beam``).
+"""Each line's K best corrections with their scores, and each edit's alternatives: read from the
+hypotheses of the T5's beam search that the corrector's round keeps on each unit (``Unit.hypotheses``).
 
-``Corrector.correct_detailed(texts, nbest=K)`` (``editspec correct --beam N --nbest K``) keeps them
-from the beam search that produces the output (``Found``, filled by the decode; one search):
+``Corrector.correct_detailed(texts, nbest=K)`` (``editspec correct --beam N --nbest K``):
 
     line       "He go home.  I likes it."
     units      "He go home." | "I likes it."        (the corrector's segmenting and limits)
@@ -10,73 +10,34 @@ from the beam search that produces the output (``Found``, filled by the decode; 
                units' scores summed (a line of one sentence: exactly the beam search's n-best)
 
 The hypotheses are the model's, as it scores them, of each unit as it read it (after the spelling
-step, in the round that decoded it last): the guard and rescoring shape the one output
-(``Corrector.correct``), not these lists. A unit the model cannot read whole (over its limit) is
-every hypothesis as written, scored 0. ``line_hypotheses`` runs a search of its own, on the lines
-as written: the edits' ``alternatives`` when the output is greedy.
+step, in the round that decoded it last): the guard and rescoring shape the one output, not these
+lists. A unit the model cannot read whole (over its limit) is every hypothesis as read, scored 0.
+The edits' ``alternatives`` read the same hypotheses: with a greedy decode, the round runs a beam
+search of ``ALTERNATIVES`` beams on the units it changed (``Corrector.correct_round``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Sequence
 
-import torch
-
-from editspec.decoding import beam
-from editspec.decoding.runners import T5
-from editspec.errors import EditspecError
+from editspec.chain import Hyps, Unit
 from editspec.post.diff import Correction, Edit, apply, diff
 from editspec.pre import segment
-from editspec.tokenization.tokens import encode, render_ids
 
 
-Hyps = list[tuple[str, float]]  # K (text, score), best first
-
-
-@dataclass
-class Found:
-    """The ``k`` best of each unit a beam search decoded, as the corrector's decode renders them:
-    ``rows``, the last decode's, in its order; ``units``, by unit (``Corrector.decode_units``)."""
-
-    k: int
-    rows: list[Hyps] = field(default_factory=list)
-    units: dict[int, Hyps] = field(default_factory=dict)
-
-
-def rejoined(texts: Sequence[str], spans: Sequence[Sequence[segment.Span]], hyps: Sequence[Hyps],
+def rejoined(texts: Sequence[str], spans: Sequence[Sequence[segment.Span]], units: Sequence[Unit],
              k: int) -> list[Hyps]:
-    """Per line, its ``k`` hypotheses: the k-th, its units' k-th (``hyps``, one list a unit in
+    """Per line, its ``k`` hypotheses: the k-th, its units' k-th (``Unit.nbest``, ``units`` in
     ``segment.unit_texts`` order) rejoined with the line's own spacing, scored their sum."""
+    hyps = [u.nbest(k) for u in units]
     texts_k = [segment.rejoin_lines(texts, spans, [h[j][0] for h in hyps]) for j in range(k)]
     out, at = [], 0
     for n, line_spans in enumerate(spans):
         mine = hyps[at: at + len(line_spans)]
-        out.append([(texts_k[j][n], sum(h[j][1] for h in mine)) for j in range(k)])
+        out.append(tuple((texts_k[j][n], sum(h[j][1] for h in mine)) for j in range(k)))
         at += len(line_spans)
     return out
-
-
-def line_hypotheses(corrector, texts: Sequence[str], k: int) -> list[Hyps]:
-    """Per line of ``texts``, its ``k`` best (text, score), best first, from a beam search of
-    ``max(k, corrector.num_beams)`` beams on the corrector's T5, ``batch_size`` sentences at a time."""
-    if corrector.bundle.t5 is None:
-        raise EditspecError("n-best lists are the T5's beam search: this corrector has no T5 (mode edit5)")
-    settings = beam.BeamSettings(max(k, corrector.num_beams), k)
-    memo: dict = {}
-    spans = segment.segment_lines(texts, corrector.limits, memo)
-    units = segment.unit_texts(texts, spans)
-    tok, eos = corrector.bundle.t5_tokenizer, corrector.bundle.t5_tokenizer.eos_token_id
-    encoded = encode(tok, [corrector.prefix + u for u in units], memo)
-    readable = [i for i, e in enumerate(encoded) if len(e.ids) <= corrector.max_ids[0][1]]
-    hyps = [[(u, 0.0)] * k for u in units]
-    with torch.inference_mode():
-        found, _ = beam.generate(corrector.bundle.t5, [encoded[i].ids + [eos] for i in readable], settings,
-                                 corrector.batch_size, T5.budgets([encoded[i] for i in readable]),
-                                 decoders=corrector.bundle.decoders)
-    for i, best in zip(readable, found):
-        hyps[i] = [(render_ids(tok, encoded[i], h.ids), h.score) for h in best]
-    return rejoined(texts, spans, hyps, k)
 
 
 ALTERNATIVES = 4  # beams whose n-best gives an edit's alternatives
@@ -85,7 +46,7 @@ ALTERNATIVES = 4  # beams whose n-best gives an edit's alternatives
 def alternatives(corrections: Sequence[Correction], hypotheses: Sequence[Sequence[tuple[str, float]]],
                  limit: int = 2) -> list[Correction]:
     """Each edit with up to ``limit`` other replacements of its span, best first: the n-best
-    hypotheses (``line_hypotheses``) whose edits there (whole words, ``diff(words=True)``) lie
+    hypotheses (``Unit.hypotheses``) whose edits there (whole words, ``diff(words=True)``) lie
     within the edit's span and write something else there than the edit and than the text as
     written (``_plausible``). A hypothesis that changes more than the span, or leaves it as
     written, gives none."""

@@ -60,7 +60,7 @@ class CorrectBatch:
 
         torch.set_num_threads(threads or _assigned_cpus())
         self.column = column
-        self.corrector = Corrector.from_pretrained(model, threads=0, **options)  # threads: set above
+        self.corrector = Corrector.from_pretrained(model, **options)  # threads: set above
 
     def __call__(self, batch) -> pa.Table:
         if not isinstance(batch, pa.Table):  # a pandas DataFrame, or a dict of columns (Ray's numpy format)

@@ -29,6 +29,7 @@ import sys
 from pathlib import Path
 
 from editspec.confidence import Calibration
+from editspec.data.corpora import shown
 from editspec.post.diff import Edit, apply
 
 PROBE = 0.01  # the decode's calibration scale: margins read back from confidences
@@ -42,9 +43,9 @@ def decode(args) -> None:
     sources = ErrantEvaluator.from_m2(args.m2, limit=args.limit).sources if args.m2 else read_lines(args.src)[:args.limit]
     corrector = Corrector.from_pretrained(args.model, mode=args.mode, batch_size=args.batch_size)
     if args.levels:
-        corrector.levels = {**corrector.levels, **json.loads(args.levels)}
+        corrector.config = corrector.config.replace(levels={**corrector.config.levels, **json.loads(args.levels)})
         corrector.level_of(args.level)
-    corrector.calibrations = {corrector.output_kind: [PROBE, 0.0]}
+    corrector.config = corrector.config.replace(confidence={corrector.output_kind: [PROBE, 0.0]})
     found = {}
 
     def run(texts):
@@ -150,7 +151,7 @@ def bins(args) -> None:
         prec = sum(v for _, v in inside) / len(inside)
         ece += len(inside) / total * abs(conf - prec)
         table.append({"bin": [lo, hi], "edits": len(inside), "confidence": round(conf, 4), "precision": round(prec, 4)})
-    report = {"cache": str(args.cache), "m2": str(args.m2), "edits": total, "ece": round(ece, 4), "bins": table,
+    report = {"cache": shown(args.cache), "m2": shown(args.m2), "edits": total, "ece": round(ece, 4), "bins": table,
               "calibration": [list(k) for k in calibrate.knots] or [calibrate.scale, calibrate.bias]}
     print(json.dumps(report, indent=1))
     if args.json:
@@ -215,7 +216,7 @@ def sweep(args) -> None:
         if args.save_hyp:
             Path(f"{args.save_hyp}.{t:g}.txt").write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
     if args.json:
-        Path(args.json).write_text(json.dumps({"cache": str(args.cache), "m2": str(args.m2), "sweep": out}, indent=1) + "\n")
+        Path(args.json).write_text(json.dumps({"cache": shown(args.cache), "m2": shown(args.m2), "sweep": out}, indent=1) + "\n")
 
 
 def main() -> None:

@@ -60,8 +60,9 @@ def main() -> None:
     spans = segment.segment_lines(evaluator.sources, corrector.limits)
     units = segment.unit_texts(evaluator.sources, spans)
     knows = None
-    if corrector.spelling:  # the guard compares the model's output with its (respelled) input
-        units, corrector.spelling = respell_all(units, segment.places(evaluator.sources, spans)), False
+    if corrector.config.spelling:  # the guard compares the model's output with its (respelled) input
+        units = respell_all(units, segment.places(evaluator.sources, spans))
+        corrector.config = corrector.config.replace(spelling=False)
         knows = load_speller().knows
     raw, seconds = correct_all(corrector.correct_units, units, args.batch_size * 4, progress=True,
                                desc=corrector.mode)

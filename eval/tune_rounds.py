@@ -39,12 +39,13 @@ def main() -> None:
     spans = segment.segment_lines(evaluator.sources, corrector.limits)
     units = segment.unit_texts(evaluator.sources, spans)
     print(f"{len(evaluator)} sentences, {len(units)} units, mode {corrector.mode}, "
-          f"guard {corrector.max_edit_words}, spelling {'on' if corrector.spelling else 'off'}")
+          f"guard {corrector.config.max_edit_words}, spelling {'on' if corrector.config.spelling else 'off'}")
     scores, before = {}, units
     started = time.perf_counter()
     with tqdm(total=sum(map(len, units)), unit="char", desc="round 1") as bar:
         rounds = corrector.correct_rounds(units, bar.update, segment.places(evaluator.sources, spans))
-        for n, after in enumerate(rounds, 1):
+        for n, done in enumerate(rounds, 1):
+            after = [u.output for u in done]
             bar.close()  # the later rounds read only what changed
             result = evaluator.score(segment.rejoin_lines(evaluator.sources, spans, after))
             scores[n] = result.scores()

@@ -221,4 +221,4 @@ def rescored(sources, outputs, score, **options) -> list[str]:
     from editspec.decoding.rescoring import rescore
     from editspec.post.diff import Correction
 
-    return [c.output for c in rescore([Correction.of(s, o) for s, o in zip(sources, outputs)], score, **options)]
+    return [c.output for c, _ in rescore([Correction.of(s, o) for s, o in zip(sources, outputs)], score, **options)]

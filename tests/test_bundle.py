@@ -21,14 +21,14 @@ def test_load_takes_the_kinds_asked_for(models):
     assert both.paths == {"edit5": str(models / "edit5"), "t5": str(models / "t5")}
     alone = Bundle.load(models / "edit5", models / "t5", kinds=("t5",), device="cpu")
     assert alone.edit5 is None and alone.markers == [] and not alone.shared_vocab
-    assert alone.drafts_key(4) is None and both.drafts_key(4)["slots"] == 4  # drafts: EdiT5 reading T5's ids
+    assert alone.costs.drafts_key(4) is None and both.costs.drafts_key(4)["slots"] == 4  # drafts: EdiT5 reading T5's ids
 
 
 def test_only_shares_the_models_and_their_decoders(models):
     both = Bundle.load(models / "edit5", models / "t5", device="cpu", dtype="float32")
     t5 = both.only("t5")
     assert t5.t5 is both.t5 and t5.edit5 is None and t5.decoders is both.decoders
-    assert t5.draft_costs is not both.draft_costs  # a mode without drafts measures none
+    assert t5.costs.drafts is not both.costs.drafts  # a mode without drafts measures none
     # a corrector of a mode that uses fewer models takes them alone, on the same decoders
     c = Corrector(both, CorrectorConfig("t5"), batch_size=2)
     assert c.bundle.edit5 is None and c.bundle.t5 is both.t5 and c.bundle.decoders is both.decoders

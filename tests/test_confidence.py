@@ -77,12 +77,12 @@ def test_keep_sure_leaves_unsure_edits_as_written(shipped):
     plain = shipped.correct_detailed(SENTENCES)
     confidences = sorted(e.confidence for c in plain for e in c.edits)
     threshold = confidences[len(confidences) // 2]
-    shipped.levels = {"default": {"min_confidence": threshold}}
+    shipped.config = shipped.config.replace(levels={"default": {"min_confidence": threshold}})
     try:
         sure = shipped.correct_detailed(SENTENCES)
         assert shipped.correct(SENTENCES) == [c.output for c in sure]
     finally:
-        shipped.levels = CorrectorConfig.from_pretrained(shipped_model_dir()).levels
+        shipped.config = shipped.config.replace(levels=CorrectorConfig.from_pretrained(shipped_model_dir()).levels)
     kept = {(c.input, e.original, e.correction) for c in sure for e in c.edits}
     for c in plain:
         for e in c.edits:
@@ -147,10 +147,12 @@ def test_diff_format_shows_whole_words(shipped):
 
 
 def test_alternatives_come_from_the_n_best_at_the_edit_s_span(shipped):
-    from editspec.nbest import ALTERNATIVES, alternatives, line_hypotheses
+    from editspec.nbest import ALTERNATIVES, alternatives
     texts = ["She have two brothers.", "He don't like apples.", "It is fine."]
     found = shipped.correct_detailed(texts, alternatives=2)
-    hyps = line_hypotheses(shipped, texts, ALTERNATIVES)
+    units = shipped.units(texts, hypotheses=ALTERNATIVES)  # the round's own search, on what it read
+    hyps = [u.hypotheses for u in units]
+    assert [len(h) for h in hyps] == [ALTERNATIVES, ALTERNATIVES, 0]  # only the units it changed are searched
     assert sum(len(e.alternatives) for c in found for e in c.edits) >= 2  # "had", "doesn't": the beams have them
     for c, h in zip(found, hyps):
         for e in c.edits:

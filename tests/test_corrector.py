@@ -53,6 +53,11 @@ def speculative(models):
     return Corrector.from_pretrained(models / "bundle", device="cpu", batch_size=4)
 
 
+def patch_decode(monkeypatch, c, texts):
+    """The corrector's decode replaced by ``texts(encoded, ...)``: each unit's output text, no hypotheses."""
+    monkeypatch.setattr(c, "decode", lambda *a, **k: [(t, ()) for t in texts(*a, **k)])
+
+
 LINES = ["  She go to school every days.  I like it.", "", "\t😀 中文 He go home.\tThen   we eat 3.5 apple. ",
          "word " * 60, "ﬁne</s><extra_id_3>  x", "no newline at end", "ﷺ" * 30 + " x"]
 
@@ -154,17 +159,17 @@ def test_corrector_guards_each_unit(models, monkeypatch, tmp_path, tokenizer):
     # (words the tiny tokenizer can read: an edit that writes an unreadable character is undone first)
     line = "She go home. I like a book."
     outputs = {"She go home.": "She goes home.", "I like a book.": "I like a book I like a book."}
-    monkeypatch.setattr(c, "decode", lambda encoded, *_: [outputs[e.text] for e in encoded])
+    patch_decode(monkeypatch, c, lambda encoded, *_: [outputs[e.text] for e in encoded])
     assert c.correct([line]) == ["She goes home. I like a book."] and c.guarded == 1
-    c.max_edit_words = 0
+    c.config = c.config.replace(max_edit_words=0)
     assert c.correct([line]) == ["She goes home. I like a book I like a book."] and c.guarded == 1
 
-    assert Corrector.from_pretrained(models / "bundle", device="cpu").max_edit_words == 0
+    assert Corrector.from_pretrained(models / "bundle", device="cpu").config.max_edit_words == 0
     save(tiny_t5(tokenizer), tokenizer, tmp_path / "t5")
     CorrectorConfig(max_edit_words=3).save_pretrained(tmp_path / "t5")  # what eval/tune_guard.py --write stores
-    assert Corrector.from_pretrained(edit5=models / "bundle" / "edit5", t5=tmp_path / "t5").max_edit_words == 3
-    assert Corrector.from_pretrained(tmp_path / "t5").max_edit_words == 3
-    assert Corrector.from_pretrained(tmp_path / "t5", max_edit_words=0).max_edit_words == 0
+    assert Corrector.from_pretrained(edit5=models / "bundle" / "edit5", t5=tmp_path / "t5").config.max_edit_words == 3
+    assert Corrector.from_pretrained(tmp_path / "t5").config.max_edit_words == 3
+    assert Corrector.from_pretrained(tmp_path / "t5", max_edit_words=0).config.max_edit_words == 0
     with pytest.raises(EditspecError, match="max edit words"):
         Corrector.from_pretrained(tmp_path / "t5", max_edit_words=-1)
 
@@ -222,7 +227,7 @@ def test_prefix_is_read_by_the_t5_and_not_written(models, monkeypatch):
     for mode, expected in (("t5", ["grammar: She go home.", "grammar: I like it."]), ("edit5", ["She go home.", "I like it."])):
         c = Corrector.from_pretrained(models / "bundle", mode=mode, device="cpu", prefix="grammar: ", max_length=64)
         assert c.config.prefix == "grammar: "
-        monkeypatch.setattr(c, "decode", lambda encoded, *_: seen.extend(e.text for e in encoded) or
+        patch_decode(monkeypatch, c, lambda encoded, *_: seen.extend(e.text for e in encoded) or
                             [e.text.removeprefix("grammar: ").replace("go", "goes") for e in encoded])
         assert c.correct(["She go home. I like it."]) == ["She goes home. I like it."]
         assert sorted(seen) == sorted(expected)
@@ -243,20 +248,20 @@ def test_rounds_correct_again_only_what_the_last_round_changed(models, monkeypat
         seen.append(sorted(e.text for e in encoded))
         return [outputs[e.text] for e in encoded]
 
-    monkeypatch.setattr(c, "decode", correct_batch)
-    rounds = list(c.correct_rounds(["He go school.", "I like it.", "Yes."]))
+    patch_decode(monkeypatch, c, correct_batch)
+    rounds = [[u.output for u in r] for r in c.correct_rounds(["He go school.", "I like it.", "Yes."])]
     assert [r[0] for r in rounds] == ["He goes school.", "He goes to school."] + ["He goes to school."] * 2
     assert all(r[1:] == ["I like it.", "Yes."] for r in rounds) and c.guarded == 1  # guarded once
     assert seen == [["He go school.", "I like it.", "Yes."], ["He goes school."], ["He goes to school."]]
     assert c.correct([line]) == ["He goes to school. I like it. Yes."]
-    c.rounds = 1
+    c.config = c.config.replace(rounds=1)
     assert c.correct([line]) == ["He goes school. I like it. Yes."]
 
-    assert Corrector.from_pretrained(models / "bundle", device="cpu").rounds == 1
+    assert Corrector.from_pretrained(models / "bundle", device="cpu").config.rounds == 1
     save(tiny_t5(tokenizer), tokenizer, tmp_path / "t5")
     CorrectorConfig(rounds=2).save_pretrained(tmp_path / "t5")  # what eval/tune_rounds.py --write stores
-    assert Corrector.from_pretrained(edit5=models / "bundle" / "edit5", t5=tmp_path / "t5").rounds == 2
-    assert Corrector.from_pretrained(tmp_path / "t5", rounds=3).rounds == 3
+    assert Corrector.from_pretrained(edit5=models / "bundle" / "edit5", t5=tmp_path / "t5").config.rounds == 2
+    assert Corrector.from_pretrained(tmp_path / "t5", rounds=3).config.rounds == 3
     with pytest.raises(EditspecError, match="rounds"):
         Corrector.from_pretrained(tmp_path / "t5", rounds=0)
 
@@ -269,18 +274,18 @@ def test_corrector_respells_before_the_model_and_guards_against_the_respelled_un
         seen.extend(e.text for e in encoded)
         return [e.text.replace("I has", "I have to have") for e in encoded]  # a 3-word edit: guarded
 
-    monkeypatch.setattr(c, "decode", correct_batch)
+    patch_decode(monkeypatch, c, correct_batch)
     assert c.correct(["I has recieved your leter. Thanks!"]) == ["I has received your letter. Thanks!"]
     assert " ".join(seen) == "I has received your letter. Thanks!" and c.guarded == 1  # units, maybe chunks
-    c.spelling = False
+    c.config = c.config.replace(spelling=False)
     assert c.correct(["your leter"]) == ["your leter"]
-    assert Corrector.from_pretrained(models / "bundle", device="cpu").spelling is False
+    assert Corrector.from_pretrained(models / "bundle", device="cpu").config.spelling is False
 
 
 def test_corrector_capitalises_a_line_s_first_word_but_not_a_chunked_sentence_s_rest(models, monkeypatch):
     c = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", spelling=True, max_length=12)
     seen = []
-    monkeypatch.setattr(c, "decode", lambda encoded, *_: seen.extend(e.text for e in encoded) or
+    patch_decode(monkeypatch, c, lambda encoded, *_: seen.extend(e.text for e in encoded) or
                         [e.text for e in encoded])
     line = "yesterday i went to the old market near the river and there we bought some bread"
     assert c.correct([line, line]) == ["Yesterday I went" + line[len("yesterday i went"):]] * 2
@@ -298,7 +303,7 @@ def test_places_say_which_units_begin_and_end_a_line():
 def test_corrector_ends_a_long_line_but_not_its_chunks(models, monkeypatch):
     c = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", spelling=True, max_length=64)
     seen = []
-    monkeypatch.setattr(c, "decode", lambda encoded, *_: seen.extend(e.text for e in encoded) or
+    patch_decode(monkeypatch, c, lambda encoded, *_: seen.extend(e.text for e in encoded) or
                         [e.text for e in encoded])
     line = ("We went to the old market near the river, and there we bought some bread and cheese, "
             "then we walked back home along the river and ate all of it in the garden with friends")
@@ -351,10 +356,10 @@ def test_real_words_leaves_no_made_up_word_the_source_does_not_hold(source, outp
 
 def test_corrector_undoes_made_up_words_with_the_spelling_step(models, monkeypatch):
     c = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", spelling=True)
-    monkeypatch.setattr(c, "decode", lambda encoded, *_: [e.text.replace("beef", "beingef").replace(
+    patch_decode(monkeypatch, c, lambda encoded, *_: [e.text.replace("beef", "beingef").replace(
         "have", "has") for e in encoded])
     assert c.correct(["Sales of beef have shown it."]) == ["Sales of beef has shown it."] and c.unreal == 1
-    c.spelling = False  # the dictionary is the spelling step's: without it, the model's word stays
+    c.config = c.config.replace(spelling=False)  # the dictionary is the spelling step's: without it, the model's word stays
     assert c.correct(["Sales of beef have shown it."]) == ["Sales of beingef has shown it."]
 
 
@@ -366,7 +371,7 @@ def test_corrector_rescores_after_the_guard_with_the_output_model(models, monkey
     outputs = {"He go to home.": "He goes to the home.", "I like it.": "I like it I like it I like it.", "Yes.": "Yes."}
     for mode, kind in (("t5", "t5"), ("speculative", "t5"), ("edit5", "edit5")):
         c = Corrector.from_pretrained(models / "bundle", mode=mode, device="cpu", max_edit_words=3, rescore=True)
-        monkeypatch.setattr(c, "decode", lambda encoded, *_: [outputs[e.text] for e in encoded])
+        patch_decode(monkeypatch, c, lambda encoded, *_: [outputs[e.text] for e in encoded])
         scored = []
 
         def fake_scorer(model, tok, batch_size, *_):
@@ -377,11 +382,11 @@ def test_corrector_rescores_after_the_guard_with_the_output_model(models, monkey
         monkeypatch.setattr(rescoring, f"{kind}_scorer", fake_scorer)  # the mode's, by its output model
         assert c.correct(["He go to home. I like it. Yes."]) == ["He goes to home. I like it. Yes."]
         assert scored == ["He goes to the home.", "He go to the home.", "He goes to home."]  # not the guarded unit
-    assert Corrector.from_pretrained(models / "bundle", device="cpu").rescore is False
+    assert Corrector.from_pretrained(models / "bundle", device="cpu").config.rescore is False
     save(tiny_t5(tokenizer), tokenizer, tmp_path / "t5")
     CorrectorConfig(rescore=True).save_pretrained(tmp_path / "t5")  # as the shipped bundle's says
-    assert Corrector.from_pretrained(edit5=models / "bundle" / "edit5", t5=tmp_path / "t5").rescore is True
-    assert Corrector.from_pretrained(tmp_path / "t5", rescore=False).rescore is False
+    assert Corrector.from_pretrained(edit5=models / "bundle" / "edit5", t5=tmp_path / "t5").config.rescore is True
+    assert Corrector.from_pretrained(tmp_path / "t5", rescore=False).config.rescore is False
     args = cli.build_parser().parse_args(["correct", "x.txt", "--no-rescore"])
     assert args.rescore is False
 
@@ -429,7 +434,8 @@ def test_speculative_output_is_t5_output(models):
     assert spec.correct(lines) == t5_only.correct(lines)
     # rescored, both are still T5's output: the T5 rescores it in both modes
     raw = t5_only.correct(lines)
-    spec.rescore = t5_only.rescore = True
+    spec.config = spec.config.replace(rescore=True)
+    t5_only.config = t5_only.config.replace(rescore=True)
     assert spec.correct(lines) == t5_only.correct(lines) != raw
 
 
@@ -707,9 +713,9 @@ def test_shipped_models_correct_the_sample(capsysbinary):
     spec = Corrector.from_pretrained(device="cpu")
     assert spec.mode == "speculative" and spec.bundle.t5.dtype == spec.bundle.edit5.dtype == precision.default_dtype(spec.device)
     assert spec.config == CorrectorConfig.from_pretrained(loading.DEFAULT_MODEL).replace(mode="speculative")  # tuned
-    assert spec.max_edit_words > 0 and "max_edit_words" not in spec.bundle.t5.config.to_dict()
-    assert spec.spelling and spec.rounds == 1  # on FCE dev: spelling +9.9 F0.5, a second round -0.2
-    assert spec.rescore  # on FCE dev +0.28 F0.5 for the T5 (reports/models.md, "Rescoring")
+    assert spec.config.max_edit_words > 0 and "max_edit_words" not in spec.bundle.t5.config.to_dict()
+    assert spec.config.spelling and spec.config.rounds == 1  # on FCE dev: spelling +9.9 F0.5, a second round -0.2
+    assert spec.config.rescore  # on FCE dev +0.28 F0.5 for the T5 (reports/models.md, "Rescoring")
     outputs = spec.correct(lines)
     # exact: the raw outputs (the guard could hide a difference by reverting both)
     raw = [Corrector.from_pretrained(mode=m, device="cpu", max_edit_words=0).correct(lines) for m in ("speculative", "t5")]
@@ -775,25 +781,24 @@ def test_from_pretrained_takes_one_options_object(models, tmp_path):
     from editspec.config import LoadOptions
 
     bundle = models / "bundle"
-    options = LoadOptions(model=bundle, mode="t5", device="cpu", batch_size=3, max_edit_words=2, threads=0)
+    options = LoadOptions(model=bundle, settings={"mode": "t5", "max_edit_words": 2}, device="cpu", batch_size=3)
     c = Corrector.from_pretrained(options=options)
-    assert (c.mode, c.batch_size, c.max_edit_words) == ("t5", 3, 2)
+    assert (c.mode, c.batch_size, c.config.max_edit_words) == ("t5", 3, 2)
     changed = Corrector.from_pretrained(options=options, batch_size=5, mode="edit5")
     assert (changed.mode, changed.batch_size) == ("edit5", 5)
     assert Corrector.from_pretrained(bundle / "t5", options).mode == "t5"  # ``model`` is the options' model
     lines = ["He have two brothers.", "I recieve your letter yesterday."]
     assert c.correct(lines) == Corrector.from_pretrained(bundle, mode="t5", device="cpu", batch_size=3,
-                                                         max_edit_words=2, threads=0).correct(lines)
+                                                         max_edit_words=2).correct(lines)
     with pytest.raises(TypeError, match="unknown option"):
         Corrector.from_pretrained(bundle, batchsize=3)
     with pytest.raises(EditspecError, match="batch size"):
         LoadOptions(batch_size=0)
 
 
-def test_from_pretrained_chooses_threads_as_the_cli_does(models, monkeypatch):
-    """Issue 71: the API used torch's one thread per core where the CLI chose by the machine's load
-    (and so measured the CPU's pass costs again for that count). None: the CLI's choice, kept in
-    OMP_NUM_THREADS for the process; OMP_NUM_THREADS set: kept; 0: torch's as they are."""
+def test_from_pretrained_leaves_threads_to_the_caller(models, monkeypatch):
+    """Issue 76: threads are chosen by the entry point (the CLI, the server, the profiler), not as a
+    side effect of loading: a load keeps torch's threads as the caller set them."""
     from editspec import threads
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
@@ -801,14 +806,12 @@ def test_from_pretrained_chooses_threads_as_the_cli_does(models, monkeypatch):
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        Corrector.from_pretrained(models / "bundle", device="cpu", threads=0)
+        Corrector.from_pretrained(models / "bundle", device="cpu")
         assert torch.get_num_threads() == 1 and "OMP_NUM_THREADS" not in os.environ
+        threads.apply(2)  # the entry point's choice
         Corrector.from_pretrained(models / "bundle", device="cpu")
-        assert torch.get_num_threads() == 3 and os.environ["OMP_NUM_THREADS"] == "3"
-        monkeypatch.setattr(threads, "default_threads", lambda: 2)  # the load changed: the process keeps 3
-        Corrector.from_pretrained(models / "bundle", device="cpu")
-        assert torch.get_num_threads() == 3
-        Corrector.from_pretrained(models / "bundle", device="cpu", threads=2)
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+    with pytest.raises(TypeError, match="unknown option"):
+        Corrector.from_pretrained(models / "bundle", threads=2)

@@ -30,7 +30,7 @@ from editspec.data import corpora
 from editspec.tokenization.tokens import load_tokenizer
 from training import train as loop
 from training.config import REPO_ROOT, load_config
-from training.data import ready, ready_batches, synthetic_shard
+from training.data import Errors, Featurizing, ready, ready_batches, synthetic_shard
 from training.data_mixture import Batching, Position
 from training.models import ModelKind, param_groups
 from training.synthetic.pairs import WIKI_DIR, shard_files
@@ -92,8 +92,8 @@ def bench_workers(data_root: Path, seconds: float) -> dict:
     folder = data_root / WIKI_DIR
     shard = (shard_files(folder, [0])[0].name, 0, 1)
     tok_path = REPO_ROOT / "editspec/models/default/t5"
-    pairs = synthetic_shard(shard, 0, str(folder), 0, str(data_root / "wi_locness/ABC.train.gold.bea19.m2"),
-                            str(tok_path), "t5", 128)
+    pairs = synthetic_shard(shard, 0, Errors(str(folder), 0, str(data_root / "wi_locness/ABC.train.gold.bea19.m2")),
+                            Featurizing(str(tok_path), "t5", 128))
     next(pairs)  # the lexicon and calibration load once per worker
     n, t0 = 0, time.perf_counter()
     while time.perf_counter() - t0 < seconds:

@@ -88,9 +88,30 @@ def read_pairs(spec: dict, data_dir: Path):
     return pairs
 
 
-def synthetic_shard(shard: tuple[str, int, int], start: int, folder: str, seed: int, m2: str | None,
-                    tok_path: str, kind_name: str, max_length: int, error_rate: float = 1.0,
-                    patterns: str | None = None):
+@dataclass(frozen=True)
+class Errors:
+    """A synthetic stream's errors in the Wikipedia shards of ``folder``: made with ``seed``, at the
+    rates of ``m2`` (None: the rules' own) times ``error_rate``, replaying ``patterns`` (a
+    ``training.synthetic.patterns`` table; None: the rules alone)."""
+
+    folder: str
+    seed: int
+    m2: str | None = None
+    error_rate: float = 1.0
+    patterns: str | None = None
+
+
+@dataclass(frozen=True)
+class Featurizing:
+    """How pairs become a model's features: ``kind_name``'s, with the tokenizer at ``tok_path``,
+    pairs longer than ``max_length`` ids dropped."""
+
+    tok_path: str
+    kind_name: str
+    max_length: int
+
+
+def synthetic_shard(shard: tuple[str, int, int], start: int, errors: Errors, featurizing: Featurizing):
     """Featurized synthetic pairs of one part of a Wikipedia shard from item ``start`` on, endlessly.
 
     ``shard`` is (file name, part, parts): lines n with n % parts == part. Pairs are a function of
@@ -99,14 +120,15 @@ def synthetic_shard(shard: tuple[str, int, int], start: int, folder: str, seed: 
     once), so a T5's target ids are tokenized once and kept (``TargetIds``). Items before ``start``
     are regenerated and dropped (well under 1 ms each), which is how a run resumes.
     """
-    tok, kind = load_tokenizer(tok_path), ModelKind(kind_name)
+    tok, kind = load_tokenizer(featurizing.tok_path), ModelKind(featurizing.kind_name)
     featurize = TargetIds(tok).t5_features if kind.name == "t5" else functools.partial(kind.featurize_batch, tok)
     name, part, parts = shard
-    endless = synthetic_pairs(folder, seed, [name], m2, part, parts, error_rate, patterns, passes=None)
+    endless = synthetic_pairs(errors.folder, errors.seed, [name], errors.m2, part, parts, errors.error_rate,
+                              errors.patterns, passes=None)
     pairs = itertools.islice(endless, start, None)
     while True:
         chunk = list(itertools.islice(pairs, 256))
-        yield from featurize([e["source"] for e in chunk], [e["target"] for e in chunk], max_length)
+        yield from featurize([e["source"] for e in chunk], [e["target"] for e in chunk], featurizing.max_length)
 
 
 class TargetIds:
@@ -153,9 +175,9 @@ def synthetic_source(spec: dict, data_dir: Path, kind: ModelKind, tok_path: Path
     shards = [(f.name, q, parts) for f in shard_files(folder, spec.get("shards")) for q in range(parts)]
     m2 = str(data_dir / spec["m2_for_rates"]) if spec.get("m2_for_rates") else None
     patterns = str(pattern_table(spec["patterns"], data_dir)) if spec.get("patterns") else None
-    produce = functools.partial(synthetic_shard, folder=str(folder), seed=int(spec.get("seed", seed)), m2=m2,
-                                tok_path=str(tok_path), kind_name=kind.name, max_length=max_length,
-                                error_rate=float(spec.get("error_rate", 1.0)), patterns=patterns)
+    errors = Errors(str(folder), int(spec.get("seed", seed)), m2, float(spec.get("error_rate", 1.0)), patterns)
+    produce = functools.partial(synthetic_shard, errors=errors,
+                                featurizing=Featurizing(str(tok_path), kind.name, max_length))
     return ShardedStream(spec["name"], shards, produce, chunk=64, workers=workers)
 
 

@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
             pairs.append(stored)
             bar.update(len(chunk))
     targets = [t for part in pairs for t in part["target"]]
-    if corrector.spelling:  # the text the teacher read, and the student will read
+    if corrector.config.spelling:  # the text the teacher read, and the student will read
         sources = respell_all(sources)
     if args.right_edits:  # checked above: only with --synthetic; a respelling is the source's, not an edit
         targets = [right_edits(s, t, g["target"]) for s, t, g in zip(sources, targets, gold)]

@@ -5,7 +5,7 @@ FCE training sets, sources and targets detokenized, so learner spellings get pie
 Wikipedia sentences for clean, broad vocabulary. Dev and test sets are left out.
 
     python -m training.train_tokenizer                       # -> runs/tokenizer/ (models trained on it ship it: training.ship)
-    python -m training.train_tokenizer --wiki-sentences 50000 --out /tmp/tok
+    python -m training.train_tokenizer --wiki-sentences 50000 --out runs/tok
 """
 
 from __future__ import annotations

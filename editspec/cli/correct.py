@@ -350,7 +350,7 @@ def _run_table(args, started: float) -> int:
         from editspec import ray_data
 
         with loading(show):
-            options = {k: v for k, v in vars(corrector_options(args)).items() if k != "threads"}  # the actors' own
+            options = vars(corrector_options(args))  # threads: the actors' own
             corrected = ray_data.run(plan.jobs, column, options, args.ray or None,
                                      args.actors, args.threads)
     elif plan.rows:

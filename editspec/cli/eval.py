@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from editspec.data import m2
@@ -62,9 +63,24 @@ def load_corrector(args: argparse.Namespace):
     return corrector_from_args(args)
 
 
-def run_eval(args: argparse.Namespace) -> int:
-    """``editspec eval``: correct a gold set's sources and score the outputs (ERRANT, GLEU)."""
-    from editspec.evaluation.whole_set import correct_all, read_lines  # here: tqdm, not on --help's path
+@dataclass
+class GoldSet:
+    """A gold set as ``eval`` reads it, cut to ``--limit``: each source's tokens, each ``--refs``
+    file's lines' tokens, and the M2 blocks (None without ``--m2``)."""
+
+    source_tokens: list[list[str]]
+    references: list[list[list[str]]]
+    gold: list[str] | None
+
+    @property
+    def sources(self) -> list[str]:
+        """The sources as text (what the corrector reads)."""
+        return [detokenize(" ".join(t)) for t in self.source_tokens]
+
+
+def read_gold_set(args: argparse.Namespace) -> GoldSet:
+    """The gold set ``--m2`` / ``--src`` / ``--refs`` name, checked line for line."""
+    from editspec.evaluation.whole_set import read_lines
 
     if not args.m2 and not args.src:
         raise EditspecError("give a gold set: --m2 FILE, or --src FILE with --refs FILE...")
@@ -82,61 +98,91 @@ def run_eval(args: argparse.Namespace) -> int:
         if len(refs) != len(source_tokens):
             raise EditspecError(f"{path} has {len(refs)} lines for {len(source_tokens)} sources")
     n = len(source_tokens) if args.limit is None else min(args.limit, len(source_tokens))
-    source_tokens, references = source_tokens[:n], [refs[:n] for refs in references]
-    gold = gold[:n] if gold is not None else None
-    sources = [detokenize(" ".join(t)) for t in source_tokens]
+    return GoldSet(source_tokens[:n], [refs[:n] for refs in references], gold[:n] if gold is not None else None)
+
+
+def read_hyp(args: argparse.Namespace, n: int) -> list[str]:
+    """The first ``n`` lines of ``--hyp`` (all of it, unless ``--limit`` cut the sources)."""
+    from editspec.evaluation.whole_set import read_lines
+
+    outputs = read_lines(args.hyp)
+    if len(outputs) < n or (args.limit is None and len(outputs) != n):
+        raise EditspecError(f"{args.hyp} has {len(outputs)} lines for {n} sources")
+    return outputs[:n]
+
+
+@dataclass
+class Corrected:
+    """The outputs ``eval`` scores: from a model (its seconds and settings) or from ``--hyp``."""
+
+    outputs: list[str]
+    mode: str
+    seconds: float = 0.0
+    settings: dict = field(default_factory=dict)
+
+
+def correct_sources(args: argparse.Namespace, sources: list[str]) -> Corrected:
+    """The outputs of the corrector the options describe, timed."""
+    from editspec.evaluation.whole_set import correct_all  # here: tqdm, not on --help's path
+
+    corrector = load_corrector(args)
+    mode = getattr(corrector, "mode", None) or args.mode
+    outputs, seconds = correct_all(corrector.correct, sources, max(args.batch_size, 1) * 4,
+                                   progress=not args.no_progress, desc=mode)
+    settings = {}
+    if hasattr(corrector, "guarded"):  # its guard (and how many units it kept), rounds, spelling, rescoring
+        c = corrector.config
+        settings = {"max_edit_words": c.max_edit_words, "guarded": corrector.guarded, "unreal": corrector.unreal,
+                    "rounds": c.rounds, "spelling": c.spelling, "rescore": c.rescore, "level": c.level}
+    return Corrected(outputs, mode, seconds, settings)
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    """``editspec eval``: correct a gold set's sources and score the outputs (ERRANT, GLEU)."""
+    gold_set = read_gold_set(args)
+    n, sources = len(gold_set.source_tokens), gold_set.sources
     started = time.perf_counter()
-    if args.hyp:
-        outputs = read_lines(args.hyp)
-        if len(outputs) < n or (args.limit is None and len(outputs) != n):
-            raise EditspecError(f"{args.hyp} has {len(outputs)} lines for {n} sources")
-        outputs = outputs[:n]
+    hyp = read_hyp(args, n) if args.hyp else None
     # here: errant loads spaCy (seconds), after the inputs are checked
     from editspec.evaluation.errant import ErrantEvaluator, errant_score, retokenize
     from editspec.evaluation.gleu import gleu
 
-    settings: dict = {}
-    if args.hyp:
-        seconds, mode = 0.0, "file"
-    else:
-        corrector = load_corrector(args)
-        mode = getattr(corrector, "mode", None) or args.mode
-        outputs, seconds = correct_all(corrector.correct, sources, max(args.batch_size, 1) * 4,
-                                       progress=not args.no_progress, desc=mode)
-        if hasattr(corrector, "guarded"):  # its guard (and how many units it kept), rounds, spelling, rescoring
-            settings = {"max_edit_words": corrector.max_edit_words, "guarded": corrector.guarded,
-                        "unreal": corrector.unreal,
-                        "rounds": corrector.rounds, "spelling": corrector.spelling,
-                        "rescore": corrector.rescore, "level": corrector.level}
-    tokens = [retokenize(t, o, s, args.retokenize) for t, o, s in zip(source_tokens, outputs, sources)]
+    done = Corrected(hyp, "file") if hyp is not None else correct_sources(args, sources)
+    outputs, references = done.outputs, gold_set.references
+    tokens = [retokenize(t, o, s, args.retokenize) for t, o, s in zip(gold_set.source_tokens, outputs, sources)]
 
     report: dict = {}
     result = None
-    if gold is not None:
-        evaluator = ErrantEvaluator(gold, sources=sources, retokenize=args.retokenize)
+    if gold_set.gold is not None:
+        evaluator = ErrantEvaluator(gold_set.gold, sources=sources, retokenize=args.retokenize)
         hyp_blocks = evaluator.annotate(tokens)
-        result = errant_score(hyp_blocks, gold)
+        result = errant_score(hyp_blocks, gold_set.gold)
         report.update(result.to_dict(args.cat or 3))
         if args.save_m2:
             Path(args.save_m2).write_text("\n\n".join(hyp_blocks) + "\n\n", encoding="utf-8")
     if references:
-        report["gleu"] = round(gleu(source_tokens, references, tokens), 4)
-    report.update({"sentences": n, "mode": mode, "seconds": round(seconds, 3),
+        report["gleu"] = round(gleu(gold_set.source_tokens, references, tokens), 4)
+    report.update({"sentences": n, "mode": done.mode, "seconds": round(done.seconds, 3),
                    "total_seconds": round(time.perf_counter() - started, 3),
-                   "retokenize": args.retokenize, **settings})
+                   "retokenize": args.retokenize, **done.settings})
     if args.save_hyp:
         Path(args.save_hyp).write_text("".join(o + "\n" for o in outputs), encoding="utf-8")
-
     if args.json:
         print(json.dumps(report, indent=1, ensure_ascii=False))
-        return 0
+    else:
+        print_report(report, result, len(references), done, args.cat)
+    return 0
+
+
+def print_report(report: dict, result, references: int, done: Corrected, cat: int | None) -> None:
+    """The text ``eval`` prints without ``--json``: time, guard, ERRANT's table, GLEU."""
+    n, seconds, settings = report["sentences"], done.seconds, done.settings
     rate = f", {n / seconds:.1f} sentences/s" if seconds else ""
-    print(f"{n} sentences, mode {mode}: {seconds:.1f} s correcting{rate}")
+    print(f"{n} sentences, mode {done.mode}: {seconds:.1f} s correcting{rate}")
     if settings.get("max_edit_words"):
         print(f"guard: {settings['guarded']} sentence units kept as written (an edit over "
               f"{settings['max_edit_words']} words)")
     if result is not None:
-        result.print(args.cat)
+        result.print(cat)
     if references:
-        print(f"GLEU {report['gleu']:.4f} ({len(references)} references)")
-    return 0
+        print(f"GLEU {report['gleu']:.4f} ({references} references)")

@@ -84,27 +84,27 @@ def add_correction_options(p: argparse.ArgumentParser) -> None:
 
 def corrector_options(args: argparse.Namespace):
     """``Corrector.from_pretrained``'s ``LoadOptions`` from the options above (the local run's
-    corrector and each Ray actor's, ``editspec.ray_data.CorrectBatch``). Threads: 0, the command
-    chose them before torch loaded (``editspec.threads``), or the actor sets its own."""
+    corrector and each Ray actor's, ``editspec.ray_data.CorrectBatch``). Threads are not the
+    load's: the command chose them before torch loaded (``editspec.threads``), an actor its own."""
     from editspec.config import LoadOptions
 
-    return LoadOptions(model=args.model, mode=args.mode, edit5=args.edit5, t5=args.t5, device=args.device,
+    settings = {"mode": args.mode, "max_edit_words": args.max_edit_words, "rounds": args.rounds,
+                "spelling": args.spelling, "rescore": args.rescore, "prefix": args.prefix,
+                "level": getattr(args, "level", None)}
+    return LoadOptions(model=args.model, edit5=args.edit5, t5=args.t5, settings=settings, device=args.device,
                        batch_size=args.batch_size, dtype=args.dtype, quantize=args.quantize,
-                       max_length=getattr(args, "max_length", None), max_edit_words=args.max_edit_words,
-                       rounds=args.rounds, spelling=args.spelling, rescore=args.rescore, prefix=args.prefix,
-                       num_beams=getattr(args, "beam", None) or 1, level=getattr(args, "level", None),
-                       threads=0)
+                       max_length=getattr(args, "max_length", None), num_beams=getattr(args, "beam", None) or 1)
 
 
 def check_beam(args: argparse.Namespace) -> None:
     """--beam (and correct's --nbest) checked before torch loads: one line of error."""
+    from editspec.config import check_beams
     from editspec.errors import EditspecError
 
     beam, nbest = getattr(args, "beam", None), getattr(args, "nbest", None)
     if beam is not None and beam < 1:
         raise EditspecError(f"--beam must be 1 or more, not {beam}")
-    if beam is not None and beam > 1 and getattr(args, "mode", None) == "edit5":
-        raise EditspecError("--beam is the T5's beam search: --mode edit5 has none (use --mode t5 or speculative)")
+    check_beams(beam or 1, getattr(args, "mode", None))  # the corrector's rule (``config``)
     if nbest is not None:
         if nbest < 1:
             raise EditspecError(f"--nbest must be 1 or more, not {nbest}")

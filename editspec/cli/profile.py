@@ -100,13 +100,15 @@ def run_profile(args: argparse.Namespace) -> int:
     modes = check_modes(args.modes or tuple(BY_NAME)) if set(args.modes or ()) != {"none"} else []
     gamma = _gamma(args.gamma)
     # torch: only once the flags are known to be good
+    from editspec.config import LoadOptions
     from editspec.profiling.session import ModelOptions, ProfileOptions, profile
 
     flags = {k: v for k, v in vars(args).items() if isinstance(v, (str, int, float, bool, list, type(None)))}
     what = ProfileOptions(modes, args.architectures, args.pipeline, args.end_to_end, args.trace, args.batch_size,
                           args.limit, args.seed, args.warmup, gamma, args.prompt_lookup_tokens)
-    models = ModelOptions(args.model, args.edit5, args.t5, args.t5_draft, args.device, args.threads, args.dtype,
-                          args.quantize, args.ct2_cache)
+    load = LoadOptions(model=args.model, edit5=args.edit5, t5=args.t5, device=args.device, dtype=args.dtype,
+                       quantize=args.quantize)
+    models = ModelOptions(load, args.t5_draft, args.threads, args.ct2_cache)
     profile(args.data, args.out, what, models, flags, progress=sys.stderr.isatty())
     out = Path(args.out)
     print(f"wrote {out / 'report.json'}, {out / 'report.md'} and plots", file=sys.stderr)

@@ -75,7 +75,7 @@ def run_serve(args) -> int:
     try:  # the optional extra: a one-line error, not a traceback, when it is missing
         import uvicorn
 
-        from editspec.serve.app import create_app
+        from editspec.serve.app import Limits, create_app
         from editspec.serve.server import Server, with_header_timeout
     except ImportError as e:
         raise EditspecError(f"editspec serve needs the serve extra ({e.name} is missing): "
@@ -105,10 +105,9 @@ def run_serve(args) -> int:
         raise EditspecError("--alternatives come from the T5's beam search: mode edit5 has none")
     correct_detailed = functools.partial(corrector.correct_detailed, alternatives=2) if args.alternatives \
         else corrector.correct_detailed
-    app = create_app(correct_detailed, info=info, max_chars=args.max_chars, levels=levels(corrector),
-                     max_batch=args.max_batch, max_wait=args.batch_wait_ms / 1000,
-                     max_sentence_chars=args.max_sentence_chars, allow_hosts=hosts,
-                     allow_origins=args.allow_origin or (), body_timeout=args.body_timeout)
+    limits = Limits(args.max_chars, args.max_sentence_chars, args.body_timeout, args.max_batch,
+                    args.batch_wait_ms / 1000, hosts, args.allow_origin or ())
+    app = create_app(correct_detailed, limits, info=info, levels=levels(corrector))
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level,
                             http=with_header_timeout(args.header_timeout),
                             limit_concurrency=args.limit_concurrency, backlog=args.backlog,
@@ -126,7 +125,7 @@ def levels(corrector) -> list[str]:
     from editspec.config import LEVELS
     from editspec.errors import EditspecError
 
-    out = [corrector.level]
+    out = [corrector.config.level]
     for name in LEVELS:
         try:
             if name not in out and corrector.level_of(name):

@@ -51,6 +51,20 @@ def data_dir(path: str | os.PathLike | None = None) -> Path:
                         f"(looked in {', '.join(str(c) for c in candidates)})")
 
 
+def shown(path: str | os.PathLike) -> str:
+    """``path`` as a report records it, naming no machine's folders: under the corpus folder as
+    ``$EDITSPEC_DATA/...``, under the working directory relative to it, else the file's name."""
+    p = Path(path).expanduser().resolve()
+    try:
+        data = data_dir().resolve()
+    except EditspecError:
+        data = None
+    for base, prefix in ((data, "$EDITSPEC_DATA/"), (Path.cwd().resolve(), "")):
+        if base is not None and p.is_relative_to(base):
+            return prefix + p.relative_to(base).as_posix()
+    return p.name
+
+
 def _file(path: str | os.PathLike) -> Path:
     p = Path(path)
     if not p.is_file():
@@ -199,6 +213,18 @@ def read_jfleg(src: str | os.PathLike, refs: Sequence[str | os.PathLike], detoke
 
 # --- data stats ----------------------------------------------------------------------------------
 
+def markers_needed(aligned: list[int | None]) -> int:
+    """Position markers an alignment needs (``align``'s: None for an inserted target token): the
+    last kept-token position an insertion follows."""
+    kept = needed = 0
+    for i in aligned:
+        if i is None:
+            needed = max(needed, kept + 1)
+        else:
+            kept += 1
+    return needed
+
+
 def stats(dataset, tokenizer, batch_size: int = 2048) -> dict:
     """How well EdiT5's edits represent the pairs, on ``tokenizer``'s ids (see ``editspec.tokenization.edits``).
 
@@ -222,13 +248,7 @@ def stats(dataset, tokenizer, batch_size: int = 2048) -> dict:
             inserted = sum(i is None for i in aligned)
             insertions.append(inserted)
             deletions.append(len(s.ids) - (len(t.ids) - inserted))
-            kept, needed = 0, 0
-            for i in aligned:  # markers needed: the last kept-token position an insertion follows
-                if i is None:
-                    needed = max(needed, kept + 1)
-                else:
-                    kept += 1
-            max_markers = max(max_markers, needed)
+            max_markers = max(max_markers, markers_needed(aligned))
             try:
                 edits = convert(s.ids, t.ids, markers, eos)
             except TooFewMarkers:

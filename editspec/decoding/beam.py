@@ -177,11 +177,13 @@ def generate(
         def fill(*shape: int, value: float = 0, dtype: torch.dtype = torch.long) -> torch.Tensor:
             return torch.full(shape, value, dtype=dtype, device=dec.device)
 
-        st = _Search(dec, eos, beams, drafter or None, window if drafter else None, done, sources, budget,
-                     out, stats, waiting, [None] * groups, [0] * groups, fill(groups, k, dtype=torch.float32),
-                     fill(groups, k, width), fill(groups, k, width), fill(groups, k),
-                     fill(groups, k, value=NEG, dtype=torch.float32), fill(groups, k, dtype=torch.bool),
-                     [[] for _ in range(groups * k)], [[] for _ in range(groups * k)], [None] * (groups * k))
+        st = _Search(dec=dec, eos=eos, beams=beams, drafter=drafter or None, window=window if drafter else None,
+                     done=done, sources=sources, budget=budget, out=out, stats=stats, waiting=waiting,
+                     sentence=[None] * groups, steps=[0] * groups, running=fill(groups, k, dtype=torch.float32),
+                     seqs=fill(groups, k, width), fin_seqs=fill(groups, k, width), fin_len=fill(groups, k),
+                     fin_scores=fill(groups, k, value=NEG, dtype=torch.float32),
+                     fin_done=fill(groups, k, dtype=torch.bool), pending=[[] for _ in range(groups * k)],
+                     spec=[[] for _ in range(groups * k)], known=[None] * (groups * k))
         while True:
             refill(st)
             if not st.groups():

@@ -42,6 +42,7 @@ import torch
 from editspec.decoding.decoder import Decoder, Decoders
 from editspec.decoding import drafters
 from editspec.decoding.drafters import Drafter
+from editspec.decoding.costs import LOOSE
 from editspec.decoding.window import WindowPolicy
 from editspec.modeling import t5
 
@@ -64,8 +65,6 @@ class SpecStats:
     log_probs: list[float] | None = None
     token_log_probs: list[list[float]] | None = None  # the same, token by token (rescoring reuses a prefix's)
     widths: tuple[int, int] = (0, 0)  # the decoder's cache widths (source, target): ``score``'s ``widths``
-    # a beam search's (``beam.generate``): each sentence's ``num_return`` best hypotheses, best first
-    hypotheses: list | None = None
 
     @classmethod
     def empty(cls, n: int) -> "SpecStats":
@@ -170,7 +169,7 @@ def generate(
     if drafter is not None:
         drafter.prepare([list(s[:-1]) if s and s[-1] == eos else list(s) for s in sources], eos)
         if not isinstance(window, WindowPolicy):
-            window = WindowPolicy.measured(model, slots) if window is None else WindowPolicy.fixed_size(window)
+            window = LOOSE.window(slots, model) if window is None else WindowPolicy.fixed_size(window)
     waiting = deque(i for i in range(n) if budget[i] > 0)
     for i in range(n):
         if budget[i] <= 0 and done is not None:
@@ -179,9 +178,9 @@ def generate(
         return out, stats
     with (decoders or Decoders()).lease(model, slots, max(map(len, sources)), max(budget) + 1) as dec:
         stats.widths = dec.widths
-        st = _Stream(dec, eos, drafter, window if drafter is not None else None,
-                     sampling, done,
-                     sources, budget, out, stats, waiting, [None] * slots, [dec.start] * slots)
+        st = _Stream(dec=dec, eos=eos, drafter=drafter, window=window if drafter is not None else None,
+                     sampling=sampling, done=done, sources=sources, budget=budget, out=out, stats=stats,
+                     waiting=waiting, sentence=[None] * slots, pending=[dec.start] * slots)
         if copy_penalty:
             if sampling is not None:
                 raise ValueError("copy_penalty is for greedy decoding")

@@ -14,7 +14,9 @@ row's numbers do not depend on the rows beside it. On the pass's width they depe
 float32's last bits (torch picks kernels by size), far below a token's margin: speculative output
 equalled greedy on every sentence profiled. In bfloat16 torch's attention kernel rounds a query row
 by the width (one of 256 outputs differed at batch 32, ``reports/speed.md``), so there attention is
-two plain matmuls around an fp32 softmax, and a window's logits are single steps' bit for bit.
+two plain matmuls around an fp32 softmax, and a window's logits are single steps' bit for bit
+where those matmuls sum in one order whatever their size (``exact_windows``: a CPU with oneDNN's
+bf16 kernels, checked per host, not assumed).
 ``editspec.decoding.core`` runs the loop over it; ``editspec.decoding.window`` measures its passes' cost.
 
 Whoever holds the models keeps one decoder per model (``Decoders``: a ``Bundle``'s), across calls
@@ -44,9 +46,25 @@ if TYPE_CHECKING:
 
 def exact_windows(model: T5ForConditionalGeneration) -> bool:
     """Whether a window pass gives each token the logits of single steps bit for bit, whatever the
-    rows beside it (bf16: the plain-matmul attention below; float32's kernel differs in the last
-    bits): then a decode's own scores and a teacher-forced ``core.score`` are the same numbers."""
-    return next(model.parameters()).dtype == torch.bfloat16
+    rows beside it, on this host: then a decode's own scores and a teacher-forced ``core.score``
+    are the same numbers. Checked, not assumed from the dtype: in bf16 the attention below is two
+    plain matmuls, and torch runs a small one (a single step's, under 400 products) as a loop that
+    sums in k order, a larger one (a window's) as a gemm: oneDNN's, in the same order, only where
+    it has bf16 on this CPU (avx512; ``_is_mkldnn_bf16_supported``). Elsewhere (AVX2: ATen's
+    fallback gemm sums with several accumulators; CUDA's cuBLAS) an attention output differs in its
+    last bit now and then, and a bf16 sentence's log P moves by up to ~0.6 nats, 0.7% (issue 76: a
+    random T5, 40 sentences, an AMD EPYC with AVX2 only: 14 of 40 sums differed, 13 of them by the
+    encoder's padding below, 1 by the matmul). float32's
+    kernel differs in the last bits everywhere. The encoder still rounds a sentence by the padded
+    width of its batch (softmax lanes of 16 on avx512), so even there a pair is bit for bit the
+    decode's only when its source was encoded at the same padded width."""
+    p = next(model.parameters())
+    return p.dtype == torch.bfloat16 and p.device.type == "cpu" and onednn_bf16()
+
+
+def onednn_bf16() -> bool:
+    """Whether torch's bf16 matmuls on this CPU run on oneDNN's bf16 kernels (avx512 or AMX)."""
+    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
 class Decoder:

@@ -31,13 +31,14 @@ import torch
 
 from editspec.decoding.budgets import insertion_budget
 from editspec.decoding.edit5 import edits
-from editspec.decoding.window import WindowPolicy
 from editspec.errors import EditspecError
 from editspec.tokenization.edits import realize
 from editspec.tokenization.tokens import encode, render_ids
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
+
+    from editspec.decoding.costs import Costs
 
 
 class Drafter:
@@ -441,12 +442,12 @@ def copy_draft() -> Mix:
     return Mix(Copy(), Ngram())
 
 
-def speculative(edit5, markers: Sequence[int], costs: DraftCosts, verifier, slots: int) -> Cheapest:
+def speculative(edit5, markers: Sequence[int], costs: Costs, slots: int) -> Cheapest:
     """The speculative mode's drafter (``Corrector``, ``editspec profile``): the cheaper, as
-    measured, of EdiT5's output and the source, each mixed with the output's own n-grams; a pass
-    costs what the core's cost model measured for ``verifier`` at ``slots`` rows, shared by them."""
-    policy = WindowPolicy.measured(verifier, slots)
-    return Cheapest([d.candidate(edit5, markers) for d in CANDIDATE_DRAFTERS], costs,
+    measured (``costs.drafts``), of EdiT5's output and the source, each mixed with the output's own
+    n-grams; a pass costs what ``costs`` measured for the T5 at ``slots`` rows, shared by them."""
+    policy = costs.window(slots)
+    return Cheapest([d.candidate(edit5, markers) for d in CANDIDATE_DRAFTERS], costs.drafts,
                     lambda width: policy.cost(width) / slots)
 
 

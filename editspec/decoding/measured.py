@@ -1,14 +1,14 @@
 """What a process measures about this machine, kept for the next process: measured once per machine,
 not once per process.
 
-    window    the decoder pass's cost at each draft width (``window.measure``: ~1 s at 32 slots on
+    window    the decoder pass's cost at each draft width (``costs.measure``: ~1 s at 32 slots on
               2 cores), keyed by the machine, the model's shape, dtype and quantization, the slots
               and the threads (a pass's cost depends on nothing else: not on the weights)
     drafts    what each speculative candidate has cost per sentence (``drafters.DraftCosts``), keyed
               as the window and by both models' weights too (how often a draft is accepted depends
               on what the models write)
 
-Each is a small JSON file in ``editspec.cache`` (``measured/<kind>-<sha256 of the key>.json``)
+``costs.Costs`` reads and writes them, one per bundle. Each is a small JSON file in ``editspec.cache`` (``measured/<kind>-<sha256 of the key>.json``)
 holding its key and its values. A file that is missing, damaged or not of this key is measured
 again (and written again); a cache that cannot be written only costs the measuring. None of it
 changes an output: the window and the draft decide how many passes the same tokens take.
@@ -17,6 +17,7 @@ changes an output: the window and the draft decide how many passes the same toke
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -31,6 +32,7 @@ from editspec.cache import cache_dir
 SHAPE = ("vocab_size", "d_model", "d_kv", "d_ff", "num_heads", "num_layers", "num_decoder_layers", "feed_forward_proj")
 
 
+@functools.lru_cache(maxsize=None)  # read for every kept file's key
 def device_name(device: torch.device) -> str:
     """"cuda:0: NVIDIA H100 80GB HBM3", or the CPU's model name and cores."""
     if device.type == "cuda":

@@ -30,8 +30,8 @@ cost); the biases of ``generate_edits`` (keep, stop) are not part of the score.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Callable, Mapping, Sequence
 
 import torch
 
@@ -49,7 +49,9 @@ Scorer = Callable[[Sequence[str], Sequence[str]], list[float | None]]
 class Known:
     """What a T5's decode already computed (``core.generate(scores=True)``): log P per (source
     ids, output ids), both ending in EOS, and the widths of the decoder it ran on
-    (``SpecStats.widths``): forced at those widths, the variants score as that decode would."""
+    (``SpecStats.widths``, the widest of a round's calls): forced at those widths, the variants
+    score as that decode would, bit for bit only where ``decoder.exact_windows`` (checked per host;
+    elsewhere to the kernels' rounding, and a variant's ``prefix`` values are the decode's)."""
 
     log_probs: dict[tuple[tuple[int, ...], tuple[int, ...]], float] = field(default_factory=dict)
     widths: tuple[int, int] = (0, 0)
@@ -85,34 +87,88 @@ class Known:
 GROUP = 4096
 
 
-def rescore(changes: Sequence[Correction], score: Scorer, group: int = GROUP, margin: float = 0.0) -> list[Correction]:
-    """``changes`` with each edit undone whose undoing ``score`` rates higher than the output (by
-    more than ``margin`` nats: a looser level keeps edits that cost that much); an output ``score``
+Scored = list[tuple[str, "float | None"]]  # a correction's ``variants``, each with its log P
+
+
+def variants(c: Correction) -> list[str]:
+    """What a scorer reads of a correction: its output, then its output with each edit undone (all
+    the others kept). Rescoring and confidence both read these (``score_variants``)."""
+    return [c.output] + [apply(c.input, c.edits[:k] + c.edits[k + 1:]) for k in range(len(c.edits))]
+
+
+def margins(scored: Scored) -> list[float | None]:
+    """Each edit's margin from its correction's scored ``variants``: log P of the output less that
+    of the output with the edit undone (None where either is missing)."""
+    full, undone = scored[0][1], [s for _, s in scored[1:]]
+    return [None if full is None or s is None else full - s for s in undone]
+
+
+def score_variants(sources: Sequence[str], changes: Sequence[Correction], score: Scorer,
+                   given: Sequence[Mapping[str, float | None]] | None = None, group: int = GROUP,
+                   whole: bool = True) -> list[Scored]:
+    """Each correction's ``variants`` with their log P given its source: from ``given`` (per
+    correction, the texts scored already) where it has them, the others from ``score``, about
+    ``group`` rows a call (``whole``: a correction's rows in one call; else cut every ``group``
+    rows, given ones counted), each (source, text) pair once per call and kept for the later
+    calls. A call the scorer refuses (an EdiT5 whose order positions a variant outgrows) is
+    scored pair by pair, None where it cannot."""
+    texts = [variants(c) for c in changes]
+    rows = [(i, j) for i, t in enumerate(texts) for j in range(len(t))]
+    calls: list[list[tuple[int, int]]] = []
+    if whole:
+        for i, t in enumerate(texts):
+            if not calls or len(calls[-1]) >= group:
+                calls.append([])
+            calls[-1] += [(i, j) for j in range(len(t))]
+    else:
+        calls = [rows[at:at + group] for at in range(0, len(rows), group)]
+    out: list[list[float | None]] = [[None] * len(t) for t in texts]
+    memo: dict[tuple[str, str], float | None] = {}
+    for call in calls:
+        own = [(i, j) for i, j in call if not given or texts[i][j] not in given[i]]
+        # every pair not kept yet, repeats too (in bf16 a pass's numbers can depend on the rows beside it)
+        todo = [(sources[i], texts[i][j]) for i, j in own if (sources[i], texts[i][j]) not in memo]
+        if todo:
+            memo.update(zip(todo, _score_each(score, [s for s, _ in todo], [t for _, t in todo])))
+        for i, j in call:
+            out[i][j] = given[i][texts[i][j]] if given and texts[i][j] in given[i] else memo[sources[i], texts[i][j]]
+    return [list(zip(t, s)) for t, s in zip(texts, out)]
+
+
+def _score_each(score: Scorer, sources: Sequence[str], targets: Sequence[str]) -> list[float | None]:
+    """``score``'s values; where a pair cannot be scored (an EdiT5 whose order positions a variant
+    outgrows), that pair's is None and the others are scored one by one."""
+    try:
+        return score(sources, targets)
+    except ValueError:
+        out: list[float | None] = []
+        for pair in zip(sources, targets):
+            try:
+                out += score([pair[0]], [pair[1]])
+            except ValueError:
+                out.append(None)
+        return out
+
+
+def rescore(changes: Sequence[Correction], score: Scorer, group: int = GROUP,
+            margin: float = 0.0) -> list[tuple[Correction, Scored]]:
+    """Each of ``changes`` with each edit undone whose undoing ``score`` rates higher than the
+    output (by more than ``margin`` nats: a looser level keeps edits that cost that much), and its
+    scored variants; a correction that keeps every edit carries their ``margins``, one ``score``
     cannot rate stays as it is. ``score`` is called on about ``group`` variants at a time."""
-    result = list(changes)
-    rows: tuple[list[str], list[str]] = ([], [])
-    plan = []  # (unit, first row)
-
-    def flush() -> None:
-        scores = score(*rows) if rows[1] else []
-        for i, at in plan:
-            edits = changes[i].edits
-            full, undone = scores[at], scores[at + 1:at + 1 + len(edits)]
-            if full is None or None in undone:
-                continue
-            result[i] = changes[i].keep([e for e, s in zip(edits, undone) if full + margin >= s])
-        rows[0].clear(), rows[1].clear(), plan.clear()
-
-    for i, c in enumerate(changes):
-        if c.edits:
-            plan.append((i, len(rows[1])))
-            variants = [c.output] + [apply(c.input, c.edits[:k] + c.edits[k + 1:]) for k in range(len(c.edits))]
-            rows[0].extend([c.input] * len(variants))
-            rows[1].extend(variants)
-            if len(rows[1]) >= group:
-                flush()
-    flush()
-    return result
+    todo = [c for c in changes if c.edits]  # a unit left as it was costs nothing
+    found = iter(score_variants([c.input for c in todo], todo, score, group=group))
+    out: list[tuple[Correction, Scored]] = []
+    for c in changes:
+        if not c.edits:
+            out.append((c, []))
+            continue
+        scored = next(found)
+        full, undone = scored[0][1], [s for _, s in scored[1:]]
+        if full is not None and None not in undone:
+            c = c.keep([e for e, s in zip(c.edits, undone) if full + margin >= s])
+        out.append((replace(c, margins=tuple(margins(scored))) if len(c.edits) == len(scored) - 1 else c, scored))
+    return out
 
 
 def t5_scorer(model, tokenizer, batch_size: int = 64, prefix: str = "", known: Known | None = None,

@@ -16,11 +16,13 @@ one holding the model being trained.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
 
 import torch
 
 from editspec import modes
+from editspec.config import check_beams
 from editspec.modeling.tensors import model_inputs
 from editspec.decoding import beam, core, drafters, edit5, rescoring
 from editspec.decoding.budgets import insertion_budget, output_budget
@@ -28,6 +30,7 @@ from editspec.decoding.beam import BeamSettings
 from editspec.decoding.drafters import Drafter
 from editspec.errors import EditspecError
 from editspec.decoding.decoder import Decoders
+from editspec.decoding.costs import Costs
 from editspec.decoding.window import WindowPolicy
 from editspec.tokenization.edits import Edits, realize_aligned
 from editspec.tokenization.tokens import Encoded, encode, render, render_ids
@@ -35,12 +38,50 @@ from editspec.tokenization.tokens import Encoded, encode, render, render_ids
 
 def beam_settings(num_beams: int, mode: str | None, num_return: int = 1) -> BeamSettings:
     """The corrector's beam search of ``num_beams`` beams returning the ``num_return`` best (one
-    line of error if it cannot be): the T5 modes' (mode None: not known yet); transformers'
-    defaults otherwise."""
-    settings = BeamSettings(num_beams, num_return)
-    if num_beams > 1 and mode is not None and not RUNNERS[mode].slotted:
-        raise EditspecError(f"beam search is the T5's: mode {mode} has none (use --mode t5 or speculative)")
-    return settings
+    line of error if it cannot be: ``config.check_beams``); transformers' defaults otherwise."""
+    check_beams(num_beams, mode)
+    return BeamSettings(num_beams, num_return)
+
+
+@dataclass(frozen=True)
+class DecodeRequest:
+    """What one ``run`` decodes, and how: each runner reads the fields it has and refuses the others.
+
+    encoded       the rows, as the mode's tokenizer read them
+    slots         rows decoded together (EdiT5: a batch; T5: the core's slots, or beam groups)
+    drafter       the speculative mode's draft (T5 greedy only); None: one token a pass
+    done          ``done(k)`` once row k is decoded (progress)
+    window        draft tokens a row and pass (``core.generate``'s; None: measured)
+    scores        each row's log P of its output too (``DecodeResult.stats.log_probs``; T5 greedy)
+    beams         a beam search instead of greedy (T5 only): the best hypothesis is the output
+    copy_penalty  the copy penalty of a level (T5 greedy only, ``core.CopyTracker``)
+    """
+
+    encoded: Sequence[Encoded]
+    slots: int
+    drafter: Drafter | None = None
+    done: Callable[[int], None] | None = None
+    window: int | WindowPolicy | None = None
+    scores: bool = False
+    beams: BeamSettings | None = None
+    copy_penalty: float = 0.0
+
+    def refuse(self, mode: str, *names: str) -> None:
+        """One line of error for a field set that ``mode`` cannot do."""
+        asked = [n for n in names if getattr(self, n) not in (None, False, 0.0)]
+        if asked:
+            raise EditspecError(f"mode {mode} cannot decode with {', '.join(asked)}")
+
+
+@dataclass
+class DecodeResult:
+    """What one ``run`` found: per row its output (EdiT5: (token, source index or None) pairs; T5:
+    ids without EOS), the core's counts (T5 modes) and, for a beam search, each row's
+    ``beams.num_return`` best hypotheses, best first (``beam.Hypothesis``)."""
+
+    outputs: list
+    stats: core.SpecStats | None = None
+    hypotheses: list[list[beam.Hypothesis]] | None = None
 
 
 class Models(Protocol):
@@ -53,7 +94,7 @@ class Models(Protocol):
     markers: list[int]  # EdiT5's marker ids
     shared_vocab: bool  # EdiT5 reads T5's ids
     decoders: Decoders  # each T5's decoding-core decoder, kept across calls
-    draft_costs: drafters.DraftCosts  # what each speculative candidate has cost, over the models' life
+    costs: Costs  # the T5's pass costs and the speculative drafters', over the models' life
     device: torch.device
 
 
@@ -80,14 +121,11 @@ class Edit5Runner:
         """EdiT5's edits of ``encoded``, padded as ``input_ids`` (ids with EOS), each within its budget."""
         return edit5.edits(models.edit5, input_ids, attention_mask, self.budgets(encoded))
 
-    def run(self, models: Models, encoded: Sequence[Encoded], slots: int, drafter: Drafter | None = None,
-            done: Callable[[int], None] | None = None, window: int | WindowPolicy | None = None,
-            scores: bool = False, beams: BeamSettings | None = None,
-            copy_penalty: float = 0.0) -> tuple[list[list[tuple[int, int | None]]], None]:
-        """(outputs, no stats), ``slots`` rows at a time (``drafter``, ``window``, ``scores``,
-        ``beams`` and ``copy_penalty``, the T5's, unused: a level with a copy penalty is refused
-        for mode edit5 before it loads)."""
-        tok = models.edit5_tokenizer
+    def run(self, models: Models, request: DecodeRequest) -> DecodeResult:
+        """The rows' outputs, ``slots`` rows at a time; the T5's fields (a drafter, a window,
+        scores, beams, a copy penalty) are refused."""
+        request.refuse(self.mode.name, "drafter", "window", "scores", "beams", "copy_penalty")
+        tok, encoded, slots, done = models.edit5_tokenizer, request.encoded, request.slots, request.done
         out = []
         for at in range(0, len(encoded), slots):
             rows = encoded[at:at + slots]
@@ -96,7 +134,7 @@ class Edit5Runner:
                     for e, found in zip(rows, self.edits(models, rows, ids, mask))]
             for k in range(at, at + len(rows)) if done is not None else ():
                 done(k)
-        return out, None
+        return DecodeResult(out)
 
     def render(self, models: Models, encoded: Sequence[Encoded], outputs) -> list[str]:
         """The outputs as text, each kept token's characters copied from the source."""
@@ -129,23 +167,25 @@ class T5Runner:
         """The drafter of one run over ``encoded`` (None: one token per pass)."""
         return None
 
-    def run(self, models: Models, encoded: Sequence[Encoded], slots: int, drafter: Drafter | None = None,
-            done: Callable[[int], None] | None = None, window: int | WindowPolicy | None = None,
-            scores: bool = False, beams: BeamSettings | None = None,
-            copy_penalty: float = 0.0) -> tuple[list[list[int]], core.SpecStats]:
-        """(outputs, the core's counts); ``done(k)`` once row k is decoded; ``window``, ``scores``
-        (each row's log P in the counts) and ``copy_penalty`` as ``core.generate``'s. ``beams``: the
-        best hypothesis of a beam search instead (``beam.generate``, ``slots`` sentences of K rows;
-        the counts' ``hypotheses`` hold its ``num_return`` best)."""
-        eos = models.t5_tokenizer.eos_token_id
-        if beams is not None:
-            hyps, stats = beam.generate(models.t5, [e.ids + [eos] for e in encoded], beams, slots,
-                                        self.budgets(encoded), done=done, decoders=models.decoders)
-            stats.hypotheses = hyps  # the n-best (``--nbest``) of the search that made the output
-            return [h[0].ids for h in hyps], stats
-        return core.generate(models.t5, [e.ids + [eos] for e in encoded], slots, drafter,
-                             max_new_tokens=self.budgets(encoded), window=window, done=done, scores=scores,
-                             decoders=models.decoders, copy_penalty=copy_penalty)
+    def run(self, models: Models, request: DecodeRequest) -> DecodeResult:
+        """The rows' outputs and the core's counts (``core.generate``: ``window``, ``scores`` and
+        ``copy_penalty`` as its). ``beams``: the best hypothesis of a beam search instead
+        (``beam.generate``, ``slots`` sentences of K rows), and its ``num_return`` best; a beam
+        search takes no drafter, scores or copy penalty."""
+        r, eos = request, models.t5_tokenizer.eos_token_id
+        sources, budgets = [e.ids + [eos] for e in r.encoded], self.budgets(r.encoded)
+        if r.beams is not None:
+            r.refuse("beam search", "drafter", "window", "scores", "copy_penalty")
+            hyps, stats = beam.generate(models.t5, sources, r.beams, r.slots, budgets, done=r.done,
+                                        decoders=models.decoders)
+            return DecodeResult([h[0].ids for h in hyps], stats, hyps)
+        window = r.window
+        if r.drafter is not None and window is None:  # the bundle's measured costs (``decoding.costs``)
+            window = models.costs.window(max(1, min(r.slots, len(r.encoded))))
+        outputs, stats = core.generate(models.t5, sources, r.slots, r.drafter, max_new_tokens=budgets,
+                                       window=window, done=r.done, scores=r.scores, decoders=models.decoders,
+                                       copy_penalty=r.copy_penalty)
+        return DecodeResult(outputs, stats)
 
     def render(self, models: Models, encoded: Sequence[Encoded], outputs) -> list[str]:
         """The outputs as text, aligned to the source (``render_ids``)."""
@@ -167,11 +207,10 @@ class SpeculativeRunner(T5Runner):
         if models.edit5 is None:  # a T5 alone: the source is the draft
             return drafters.copy_draft()
         if models.shared_vocab:  # EdiT5 reads T5's input ids; the source is the other candidate
-            return drafters.speculative(models.edit5, models.markers, models.draft_costs, models.t5,
-                                        min(slots, len(encoded)))
+            return drafters.speculative(models.edit5, models.markers, models.costs, min(slots, len(encoded)))
         # another vocabulary: EdiT5 reads its own ids, and its drafts go text -> T5 ids
         texts = [e.text for e in encoded]
-        pairs, _ = EDIT5.run(models, encode(models.edit5_tokenizer, texts), slots)
+        pairs = EDIT5.run(models, DecodeRequest(encode(models.edit5_tokenizer, texts), slots)).outputs
         drafts = drafters.retokenize_drafts([[t for t, _ in p] for p in pairs], models.edit5_tokenizer,
                                             models.t5_tokenizer, sources=texts)
         return drafters.Mix(drafters.Follow(drafts), drafters.Ngram())

@@ -348,7 +348,17 @@ class EdiT5Heads:
             "pointer": (pointers, pointer_logits, self.config.pointer_loss_weight),
             "insertion": (insertion_labels, insertion_logits, self.config.insertion_loss_weight),
         }
-        losses, total, tokens = {}, tag_logits.new_zeros(()), 0
+        total, losses = self._losses(parts, tag_logits.new_zeros(()))
+        return self.output_class(
+            loss=total, tag_loss=losses.get("tag"), pointer_loss=losses.get("pointer"),
+            insertion_loss=losses.get("insertion"), tag_logits=tag_logits,
+            pointer_logits=pointer_logits, insertion_logits=insertion_logits,
+        )
+
+    def _losses(self, parts: dict, zero: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The weighted total loss and each part's mean cross-entropy, of the ``parts`` given labels
+        (name -> (labels, logits, weight)); ``loss_weighting`` "tokens": the total per label token."""
+        losses, total, tokens = {}, zero, 0
         for name, (labels, logits, weight) in parts.items():
             if labels is None:
                 continue
@@ -360,11 +370,7 @@ class EdiT5Heads:
                 tokens += count
         if self.config.loss_weighting == "tokens":
             total = total / max(tokens, 1)
-        return self.output_class(
-            loss=total, tag_loss=losses.get("tag"), pointer_loss=losses.get("pointer"),
-            insertion_loss=losses.get("insertion"), tag_logits=tag_logits,
-            pointer_logits=pointer_logits, insertion_logits=insertion_logits,
-        )
+        return total, losses
 
     @torch.inference_mode()
     def log_likelihood(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor,

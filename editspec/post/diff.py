@@ -59,6 +59,9 @@ class Correction:
     # (text, score) of the beam search's best hypotheses, best first, where asked for
     # (``Corrector.correct_detailed(nbest=K)``, ``editspec.nbest``)
     nbest: tuple[tuple[str, float], ...] = ()
+    # each edit's margin where a scorer found it (``rescoring.margins``: log P of the output less
+    # that of the output without the edit; None where it could not score): rescoring's, confidence's
+    margins: tuple[float | None, ...] = field(default=(), compare=False)
 
     @classmethod
     def of(cls, text: str, output: str) -> Correction:

@@ -35,6 +35,7 @@ the copy far more often. Forcing costs a [tokens, vocab] fill per pass, small ag
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from typing import Sequence
 
 import torch
@@ -44,7 +45,7 @@ from transformers import T5Config, T5ForConditionalGeneration
 from editspec.errors import EditspecError
 from editspec.decoding import core, drafters
 from editspec.decoding.decoder import Decoders
-from editspec.decoding.window import WindowPolicy
+from editspec.decoding.costs import LOOSE
 from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
 from editspec.profiling.clock import Clock, Recorder, Sample
 from editspec.decoding.drafters import TimedDrafter
@@ -152,15 +153,27 @@ class Oracle(drafters.Drafter):
 DRAFTS = ("gold", "copy")  # the drafts each T5 verifies (``Oracle``)
 
 
+@dataclass(frozen=True)
+class Sweep:
+    """Which architectures are timed and how: ``names`` among ``sizes`` (None: all of them; sizes
+    None: ``known()``), ``batch_size`` gold pairs a batch after ``warmup`` batches untimed, each
+    pair within ``max_ids`` ids."""
+
+    names: Sequence[str] | None = None
+    sizes: dict | None = None
+    batch_size: int = 1
+    warmup: int = 5
+    max_ids: int = 127
+
+
 def profile_architectures(sources: list[str], targets: list[str], tokenizer, device, dtype=None,
-                          batch_size: int = 1, warmup: int = 5, names: Sequence[str] | None = None,
-                          sizes: dict | None = None, max_ids: int = 127, progress: bool = False) -> dict:
-    """report["architectures"]: each architecture on the gold pairs, decoder steps forced to the
-    gold lengths."""
-    names = list(names or (sizes or ARCHITECTURES))
-    sizes = sizes or known()
-    rows = gold_rows(sources, targets, tokenizer, [sizes[n] for n in names], max_ids)
-    groups = batches(rows, batch_size)
+                          sweep: Sweep = Sweep(), progress: bool = False) -> dict:
+    """report["architectures"]: each architecture of ``sweep`` on the gold pairs, decoder steps
+    forced to the gold lengths."""
+    names = list(sweep.names or (sweep.sizes or ARCHITECTURES))
+    sizes, warmup = sweep.sizes or known(), sweep.warmup
+    rows = gold_rows(sources, targets, tokenizer, [sizes[n] for n in names], sweep.max_ids)
+    groups = batches(rows, sweep.batch_size)
     models = {name: random_architecture(name, tokenizer, device, dtype, sizes) for name in names}
     runs = names + [f"{n}+{d}" for n in names if models[n][0] == "t5" for d in DRAFTS]
     forced_run = Forced(models, Clock(torch.device(device)), tokenizer, device)
@@ -221,7 +234,7 @@ class Forced:
         targets = [r[2] for r in group]
         inner = drafters.Follow(targets) if draft == "gold" else drafters.copy_draft()
         oracle = Oracle(inner, targets)
-        WindowPolicy.measured(model, len(group))  # the window's cost model: measured once (kept), untimed
+        LOOSE.passes(len(group), model)  # the window's cost model: measured once (kept), untimed
         rec, decoders = Recorder(clock), Decoders()
         rec.time_module(model.encoder, "encoder")
         rec.time_passes(decoders, "step")

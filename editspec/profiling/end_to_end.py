@@ -15,7 +15,7 @@ Every number is reported both ways: ``speedup_vs_t5`` (t5 / default) and ``speed
 (ct2-greedy / default); above 1 the default is faster. Each turn of the default starts with fresh
 draft costs (``drafters.DraftCosts``), as a new ``editspec correct`` process does; what a process
 pays once is not counted (loading the models, and before its first speculative pass the window's
-cost model, ``decoding.window.measure``: ~1 s at 32 slots on 2 cores).
+cost model, ``decoding.costs.measure``: ~1 s at 32 slots on 2 cores).
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ def t5_twin(corrector: Corrector) -> Corrector:
 
 def fresh_run(corrector: Corrector, lines: Sequence[str]) -> Callable[[], object]:
     """``corrector.correct(lines)`` as a new process runs it: with the draft costs kept for
-    its models (``Bundle.fresh_draft_costs``), not those of the turns before."""
+    its models (``Costs.fresh_drafts``), not those of the turns before."""
     def run() -> object:
-        corrector.bundle.fresh_draft_costs(corrector.batch_size)
+        corrector.bundle.costs.fresh_drafts(corrector.batch_size)
         return corrector.correct(list(lines))
 
     return run
@@ -50,7 +50,7 @@ def ct2_decoding(corrector: Corrector, peer: CT2Peer, lines: Sequence[str]) -> C
     """CTranslate2's fp32 greedy decoding of ``lines`` as T5 ids, batch by batch as the profile's
     ``ct2-greedy`` mode gets them (longest first; each batch to its longest row's budget)."""
     tok = corrector.bundle.t5_tokenizer
-    rows = [e.ids + [tok.eos_token_id] for e in encode(tok, [corrector.prefix + line for line in lines])]
+    rows = [e.ids + [tok.eos_token_id] for e in encode(tok, [corrector.config.prefix + line for line in lines])]
     order = sorted((i for i, r in enumerate(rows) if len(r) > 1), key=lambda i: -len(rows[i]))
     groups = [[rows[i] for i in b] for b in batches(order, corrector.batch_size)]
 

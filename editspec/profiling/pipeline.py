@@ -84,7 +84,7 @@ def profile_pipeline(corrector: Corrector, lines: Sequence[str], warmup: int = 5
                     "calls": calls.get(name, 0)}
              for name in [*STEPS, *sorted(set(totals) - set(STEPS))] if name in totals}
     return {"lines": len(lines), "mode": corrector.mode, "batch_size": corrector.batch_size,
-            "rounds": corrector.rounds, "spelling": corrector.spelling, "rescore": corrector.rescore,
+            "rounds": corrector.config.rounds, "spelling": corrector.config.spelling, "rescore": corrector.config.rescore,
             "wall_ms": wall, "lines_per_s": len(lines) / (wall / 1e3) if wall else None,
             "later_rounds_ms": sum(later.values()), "steps": steps}
 

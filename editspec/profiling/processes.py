@@ -37,11 +37,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 
 from editspec.decoding.measured import device_name
+from editspec.data.corpora import shown
 from editspec.errors import EditspecError
 from editspec.modeling.loading import resolve_models
 from editspec.profiling.ct2 import converted, missing
@@ -96,6 +97,28 @@ def timed(command: list[str], env: dict | None = None) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def prepare(work: Path, sources: Sequence[str], sizes: Sequence[int],
+            ways: Callable[[Path, Path], dict[str, list[str]]]) -> tuple[dict[int, Path], dict[int, dict]]:
+    """Each size's input file in ``work``, every way (``ways(input, output)``: ``commands``) run
+    once on its first lines (warm caches), and the peer's output checked against the T5's raw
+    greedy output on the whole input, untimed: (inputs, checked)."""
+    inputs, checked = {}, {}
+    for n in sizes:
+        inputs[n] = work / f"lines-{n}.txt"
+        inputs[n].write_text("\n".join(sources[:n]) + "\n", encoding="utf-8")
+        warm = work / f"warm-{n}.txt"
+        warm.write_text("\n".join(sources[:min(n, WARMUP_LINES)]) + "\n", encoding="utf-8")
+        for command in ways(warm, work / f"warm-{n}").values():
+            timed(command)
+        check = ways(inputs[n], work / f"check-{n}")
+        if "ct2" in check or "ct2-1" in check:  # is the peer right? its output on the whole input
+            timed([*check["default"][:-2], *RAW, "-o", str(work / f"check-{n}.raw")])
+            timed(check["ct2-1" if "ct2-1" in check else "ct2"])
+            same, total = same_lines(work / f"check-{n}.raw", Path(check.get("ct2-1", check["ct2"])[-2]))
+            checked[n] = {"same": same, "lines": total}
+    return inputs, checked
+
+
 def processes(data: str | os.PathLike, sizes: Sequence[int] = (1, 500, 2000), turns: int = 3, threads: int = 2,
               model: str | None = None, model_args: Sequence[str] = (), ct2_cache: str | None = None,
               cold: bool = False, progress: bool = False) -> dict:
@@ -109,25 +132,12 @@ def processes(data: str | os.PathLike, sizes: Sequence[int] = (1, 500, 2000), tu
     args = [*(("--model", model) if model else ()), *model_args]
     load: list[float] = []
     floor: list[float] = []  # python -c "import torch", once a turn
-    checked: dict[int, dict] = {}  # the peer's output against the T5's raw greedy output
     runs: dict[int, dict[str, list[float]]] = {}
     cpu: dict[int, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory(prefix="editspec-processes-") as tmp:
         work = Path(tmp)
-        inputs = {}
-        for n in sizes:
-            inputs[n] = work / f"lines-{n}.txt"
-            inputs[n].write_text("\n".join(sources[:n]) + "\n", encoding="utf-8")
-            warm = work / f"warm-{n}.txt"
-            warm.write_text("\n".join(sources[:min(n, WARMUP_LINES)]) + "\n", encoding="utf-8")
-            for command in commands(warm, work / f"warm-{n}", threads, ct2_dir, tokenizer, args).values():
-                timed(command)
-            if ct2_dir is not None:  # is the peer right? its output on the whole input, untimed
-                ways = commands(inputs[n], work / f"check-{n}", threads, ct2_dir, tokenizer, args)
-                timed([*ways["default"][:-2], *RAW, "-o", str(work / f"check-{n}.raw")])
-                timed(ways["ct2-1" if "ct2-1" in ways else "ct2"])
-                same, total = same_lines(work / f"check-{n}.raw", Path(ways.get("ct2-1", ways["ct2"])[-2]))
-                checked[n] = {"same": same, "lines": total}
+        inputs, checked = prepare(work, sources, sizes,
+                                  lambda text, out: commands(text, out, threads, ct2_dir, tokenizer, args))
         first = None
         if cold:  # a first process on a machine: the caches empty
             with tempfile.TemporaryDirectory(prefix="editspec-cache-") as empty:
@@ -148,7 +158,7 @@ def processes(data: str | os.PathLike, sizes: Sequence[int] = (1, 500, 2000), tu
         same = {n: (work / f"out-{n}.default").read_bytes() == (work / f"out-{n}.t5").read_bytes() for n in sizes}
     median = {n: {name: statistics.median(w) for name, w in ways.items()} for n, ways in runs.items()}
     report = {
-        "device": device_name(torch.device("cpu")), "threads": threads, "turns": turns, "sizes": sizes, "data": str(data),
+        "device": device_name(torch.device("cpu")), "threads": threads, "turns": turns, "sizes": sizes, "data": shown(data),
         "model": model, "ct2": ct2_dir is not None, "ct2_unavailable": why, "runs": runs, "cpu_seconds": cpu,
         "median": median, "default_equals_t5": same, "load_average": {"mean": statistics.mean(load), "max": max(load)},
         "cold_1_line": None if first is None else {"wall": first[0], "cpu": first[1]},

@@ -76,7 +76,7 @@ class Profiler:
         ``profiling.ct2.CT2Peer`` of the same T5, or None (``ct2_unavailable`` says why).
         ``hf_t5``: the T5 as transformers' model for the hf-* modes (default: the bundle's, if it is one)."""
         self.bundle, self.ct2, self.ct2_unavailable = bundle, ct2, ct2_unavailable
-        bundle.draft_costs = drafters.DraftCosts()  # the speculative mode's pick, as Corrector's
+        bundle.costs.drafts = drafters.DraftCosts()  # the speculative mode's pick, as Corrector's
         t5 = bundle.t5
         self.hf_t5 = hf_t5 if hf_t5 is not None else t5 if hasattr(t5, "generate") else None
         self.small, self.gamma, self.prompt_lookup_tokens = small, gamma, prompt_lookup_tokens
@@ -145,22 +145,8 @@ def profile_modes(profiler: Profiler, sources: list[str], modes: Sequence[str], 
                   progress: bool = False) -> tuple[dict, dict]:
     """(report["modes"], raw per-sample data for the plots). ``t5`` is always run: it is the
     reference of ``speedup_vs_t5`` and ``identical_to_t5`` (and the perfect drafter's draft)."""
-    encoded = encode(profiler.tokenizer, sources)
-    edit5_encoded = None
-    if profiler.bundle.edit5 is not None and not profiler.bundle.shared_vocab:
-        edit5_encoded = encode(profiler.bundle.edit5_tokenizer, sources)
-    fits = lambda e: e.ids and (max_ids is None or len(e.ids) <= max_ids)  # noqa: E731
-    keep = [i for i, e in enumerate(encoded) if fits(e) and (edit5_encoded is None or fits(edit5_encoded[i]))]
-    order = sorted(keep, key=lambda i: -len(encoded[i].ids))  # as editspec correct batches
-    groups = [profiler.make_batch(b, encoded, edit5_encoded) for b in batches(order, batch_size)]
-    report: dict = {}
-    run_modes = []
-    for mode in [REFERENCE] + [m for m in modes if m != REFERENCE]:
-        why = profiler.unavailable(mode)
-        if why:
-            report[mode] = {"status": "skipped", "reason": why}
-        else:
-            run_modes.append(mode)
+    groups, keep = profile_batches(profiler, sources, batch_size, max_ids)
+    run_modes, report = runnable(profiler, modes)  # report: so far, the modes skipped and why
     samples: dict[str, list[Sample]] = {m: [] for m in run_modes}
     same: dict[str, list[bool]] = {m: [] for m in run_modes}
     unsupported: dict[str, str] = {}
@@ -208,7 +194,34 @@ def profile_modes(profiler: Profiler, sources: list[str], modes: Sequence[str], 
 
     mode_reports(profiler, report, run_modes, samples, same, unsupported)
     ordered = {m: report[m] for m in BY_NAME if m in report}
-    return ordered, {"samples": samples, "sentences": len(keep), "skipped_long": len(sources) - len(keep)}
+    return ordered, {"samples": samples, "sentences": keep, "skipped_long": len(sources) - keep}
+
+
+def profile_batches(profiler: Profiler, sources: list[str], batch_size: int,
+                    max_ids: int | None) -> tuple[list, int]:
+    """The batches the modes run (``profiler.make_batch``'s), longest first as ``editspec
+    correct`` batches, of the sentences that fit ``max_ids`` in each model's ids; and how many fit."""
+    encoded = encode(profiler.tokenizer, sources)
+    edit5_encoded = None
+    if profiler.bundle.edit5 is not None and not profiler.bundle.shared_vocab:
+        edit5_encoded = encode(profiler.bundle.edit5_tokenizer, sources)
+    fits = lambda e: e.ids and (max_ids is None or len(e.ids) <= max_ids)  # noqa: E731
+    keep = [i for i, e in enumerate(encoded) if fits(e) and (edit5_encoded is None or fits(edit5_encoded[i]))]
+    order = sorted(keep, key=lambda i: -len(encoded[i].ids))  # as editspec correct batches
+    return [profiler.make_batch(b, encoded, edit5_encoded) for b in batches(order, batch_size)], len(keep)
+
+
+def runnable(profiler: Profiler, modes: Sequence[str]) -> tuple[list[str], dict[str, dict]]:
+    """The modes to run, the reference first, and the report of each the bundle cannot run
+    (skipped, with why)."""
+    run_modes, report = [], {}
+    for mode in [REFERENCE] + [m for m in modes if m != REFERENCE]:
+        why = profiler.unavailable(mode)
+        if why:
+            report[mode] = {"status": "skipped", "reason": why}
+        else:
+            run_modes.append(mode)
+    return run_modes, report
 
 
 def mode_reports(profiler: Profiler, report: dict, run_modes: list[str], samples: dict[str, list[Sample]],

@@ -21,6 +21,7 @@ from typing import Sequence
 import torch
 import transformers
 
+from editspec.config import LoadOptions
 from editspec.corrector import Corrector
 from editspec.decoding.measured import device_name
 from editspec.errors import EditspecError
@@ -29,7 +30,7 @@ from editspec.modeling import quantization
 from editspec.modeling.precision import dtype_name, resolve_dtype
 from editspec.modeling.t5 import load_t5
 from editspec.profiling import ct2 as ct2_peer
-from editspec.profiling.architectures import known, profile_architectures
+from editspec.profiling.architectures import Sweep, known, profile_architectures
 from editspec.profiling.sentences import read_data
 from editspec.profiling.end_to_end import end_to_end as whole_path
 from editspec.modes import BY_NAME, check_modes
@@ -61,21 +62,16 @@ def load_ct2(t5_dir, device: torch.device, cache) -> tuple[ct2_peer.CT2Peer | No
 
 @dataclass(frozen=True)
 class ModelOptions:
-    """Which models a profile loads, and how: ``editspec correct``'s model options, with
-    ``t5_draft`` (the small T5 that hf-assisted drafts with; default the bundle's ``t5-draft/``),
-    ``threads`` (fixed for the whole run) and ``ct2_cache`` (where the CTranslate2 conversion of
-    the T5 is kept; default ``editspec.cache``'s ``ct2/``). ``dtype``: a name of
-    ``precision.DTYPES`` (None: ``precision.default_dtype``); ``quantize``: "int8"
-    (``editspec.modeling.quantization``), every model timed quantized."""
+    """Which models a profile loads, and how: ``load``, what ``editspec correct`` loads
+    (``config.LoadOptions``: model, edit5, t5, device, dtype, quantize; every model timed
+    quantized), with the profile's own: ``t5_draft`` (the small T5 that hf-assisted drafts with;
+    default the bundle's ``t5-draft/``), ``threads`` (torch's, set by ``profile`` and fixed for
+    the whole run; None: as they are) and ``ct2_cache`` (where the CTranslate2 conversion of the
+    T5 is kept; default ``editspec.cache``'s ``ct2/``)."""
 
-    model: str | None = None
-    edit5: str | None = None
-    t5: str | None = None
+    load: LoadOptions = LoadOptions()
     t5_draft: str | None = None
-    device: str | None = None
     threads: int | None = None
-    dtype: str | None = None
-    quantize: str | None = None
     ct2_cache: str | os.PathLike | None = None
 
 
@@ -127,7 +123,7 @@ def load_profiler(corrector: Corrector, what: ProfileOptions, models: ModelOptio
     bundle, modes, small = corrector.bundle, what.modes, None
     draft_dir = models.t5_draft
     if draft_dir is None:
-        root = Path(models.model) if models.model else DEFAULT_MODEL
+        root = Path(models.load.model) if models.load.model else DEFAULT_MODEL
         draft_dir = root / "t5-draft" if (root / "t5-draft" / "config.json").is_file() else None
     if draft_dir is not None and any("t5-draft" in BY_NAME[m].needs for m in modes):
         small, small_tok = load_t5(draft_dir, device=dev, dtype=dtype, transformers=True)
@@ -136,10 +132,10 @@ def load_profiler(corrector: Corrector, what: ProfileOptions, models: ModelOptio
     hf_t5 = None  # transformers' generate (hf-*) runs on transformers' model of the same T5
     if bundle.t5 is not None and any(m.startswith("hf-") for m in modes):
         hf_t5, _ = load_t5(bundle.paths["t5"], device=dev, dtype=dtype, transformers=True)
-    if models.quantize is not None:  # the T5 first: a shared encoder is then quantized once
+    if models.load.quantize is not None:  # the T5 first: a shared encoder is then quantized once
         for m in (bundle.t5, bundle.edit5, small, hf_t5):
             if m is not None:
-                quantization.quantize(m, models.quantize)
+                quantization.quantize(m, models.load.quantize)
     peer, peer_why = None, None
     if any(isinstance(TIMED[m], CT2) for m in modes):
         peer, peer_why = load_ct2(bundle.paths.get("t5"), dev, models.ct2_cache)
@@ -152,8 +148,7 @@ def correct_path(what: ProfileOptions, models: ModelOptions, dev, dtype, sources
     """The report's ``pipeline`` (with the load's seconds) and/or ``end_to_end`` entries, of a
     corrector loaded as ``editspec correct`` loads it."""
     start = time.perf_counter()
-    corrector = Corrector.from_pretrained(models.model, edit5=models.edit5, t5=models.t5, device=dev,
-                                          batch_size=what.batch_size, dtype=dtype, quantize=models.quantize)
+    corrector = Corrector.from_pretrained(options=models.load, device=dev, batch_size=what.batch_size, dtype=dtype)
     load_seconds = time.perf_counter() - start
     out = {}
     if what.pipeline:
@@ -182,8 +177,8 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, what: ProfileOption
         raise EditspecError("--architectures forces decoder steps from gold targets: give an M2 file or "
                             "source<TAB>target lines")
     torch.set_num_threads(models.threads or torch.get_num_threads())  # fixed for the whole run
-    dev = resolve_device(models.device)
-    dtype = resolve_dtype(models.dtype, dev, models.quantize)
+    dev = resolve_device(models.load.device)
+    dtype = resolve_dtype(models.load.dtype, dev, models.load.quantize)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise EditspecError(f"--out {out} is not a directory")
@@ -191,7 +186,7 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, what: ProfileOption
     report: dict = {
         "device": device_name(dev), "threads": torch.get_num_threads(), "sentences": 0,
         "batch_size": what.batch_size, "torch": torch.__version__, "transformers": transformers.__version__,
-        "dtype": dtype_name(dtype), "quantize": models.quantize,
+        "dtype": dtype_name(dtype), "quantize": models.load.quantize,
         "data": str(data), "limit": what.limit, "seed": what.seed,
         "warmup": what.warmup, "gamma": what.gamma, "prompt_lookup_tokens": what.prompt_lookup_tokens,
         "skipped_long": 0, "options": dict(flags or {}), "modes": {}, "architectures": {},
@@ -203,13 +198,12 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, what: ProfileOption
             report["sentences"] = report["sentences"] or len(sources)
         if what.use_architectures:
             if tokenizer is None:
-                paths = resolve_models(models.model, models.edit5, models.t5) \
-                    if (models.model or models.edit5 or models.t5) else (None, None)
+                o = models.load
+                paths = resolve_models(o.model, o.edit5, o.t5) if (o.model or o.edit5 or o.t5) else (None, None)
                 tokenizer = load_tokenizer(paths[1] or paths[0] or DEFAULT_MODEL / "t5")
             names = None if what.architectures is True else list(what.architectures) or None  # none: the defaults
-            report["architectures"] = profile_architectures(sources, targets, tokenizer, dev, dtype, what.batch_size,
-                                                            what.warmup, names=check_architectures(names),
-                                                            progress=progress)
+            sweep = Sweep(check_architectures(names), batch_size=what.batch_size, warmup=what.warmup)
+            report["architectures"] = profile_architectures(sources, targets, tokenizer, dev, dtype, sweep, progress)
             if not what.modes:
                 report["sentences"] = next(iter(report["architectures"].values()))["sentences"]
     write_report(out, report, raw)
@@ -222,14 +216,15 @@ def time_modes(what: ProfileOptions, models: ModelOptions, dev, dtype, sources: 
     steps on): (the raw samples for the plots, the tokenizer), or (None, None) without modes."""
     if not what.modes:
         return None, None
-    corrector = Corrector.from_pretrained(models.model, edit5=models.edit5, t5=models.t5, device=dev, dtype=dtype)
+    corrector = Corrector.from_pretrained(options=models.load, device=dev, dtype=dtype, batch_size=16,
+                                          quantize=None)  # ``load_profiler`` quantizes every model
     profiler = load_profiler(corrector, what, models, dev, dtype, report)
     max_ids = min(n for _, n in corrector.limits)
     report["modes"], raw = profile_modes(profiler, sources, what.modes, what.batch_size, what.warmup, max_ids,
                                          out if what.trace else None, progress=progress)
     report["sentences"], report["skipped_long"] = raw["sentences"], raw["skipped_long"]
-    if corrector.spelling:
+    if corrector.config.spelling:
         report["spelling"] = time_spelling(sources, what.warmup)
-    if corrector.rescore:
+    if corrector.config.rescore:
         report["rescoring"] = time_rescoring(corrector, sources, what.warmup)
     return raw, profiler.tokenizer

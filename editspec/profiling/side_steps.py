@@ -53,15 +53,15 @@ def time_rescoring(corrector: Corrector, sources: Sequence[str], warmup: int) ->
     the outputs it had edits to score. With the spelling step on, ``real_words`` times the check
     for made-up words on the same outputs."""
     units = list(sources)
-    if corrector.spelling:
+    if corrector.config.spelling:
         units, knows = respell_all(units), load_speller().knows
     timed = {}
     for kind in ("edit5", "t5"):
         if getattr(corrector.bundle, kind) is None:
             continue
-        plain = Corrector(corrector.bundle.only(kind), CorrectorConfig(kind, max_edit_words=corrector.max_edit_words))
+        plain = Corrector(corrector.bundle.only(kind), CorrectorConfig(kind, max_edit_words=corrector.config.max_edit_words))
         outputs = plain.correct(units)
-        score = RUNNERS[kind].scorer(plain.bundle, prefix=corrector.prefix)  # the edit5 mode reads no prefix
+        score = RUNNERS[kind].scorer(plain.bundle, prefix=corrector.config.prefix)  # the edit5 mode reads no prefix
         changes = [Correction.of(unit, output) for unit, output in zip(units, outputs)]  # as the corrector has them
         for c in changes[:warmup]:
             rescore([c], score)
@@ -71,7 +71,7 @@ def time_rescoring(corrector: Corrector, sources: Sequence[str], warmup: int) ->
             rescore([c], score)
             times.append((time.perf_counter() - start) * 1e3)
         timed[kind] = {**summary(times), "changed": sum(o != u for o, u in zip(outputs, units))}
-        if corrector.spelling:
+        if corrector.config.spelling:
             times = []
             for c in changes:
                 start = time.perf_counter()

@@ -23,9 +23,8 @@ import torch
 
 from editspec.decoding import beam, core, drafters
 from editspec.decoding import runners
-from editspec.decoding.runners import Edit5Runner, T5Runner
+from editspec.decoding.runners import DecodeRequest, Edit5Runner, T5Runner
 from editspec.bundle import Bundle
-from editspec.decoding.window import WindowPolicy
 from editspec import modes
 from editspec.modes import Mode
 from editspec.profiling.clock import Clock, Recorder
@@ -126,23 +125,23 @@ class Core(Timed):
 
     def instrument(self, p, rec, batch):
         if self.drafted and p.window is None:  # the window's cost model: measured once, untimed
-            WindowPolicy.measured(p.bundle.t5, len(batch.index))
+            p.bundle.costs.passes(len(batch.index))
         rec.time_module(p.bundle.t5.encoder, "encoder")
         rec.time_passes(p.bundle.decoders, "step")  # the core: one span per pass
 
     def decode(self, p, batch, reference, rec):
         slots = len(batch.index)
         if not self.drafted:
-            return Decoded(self.runner.run(p.bundle, batch.encoded, slots)[0])
+            return Decoded(self.runner.run(p.bundle, DecodeRequest(batch.encoded, slots)).outputs)
         inner = self.draft(p, batch, reference) if self.draft else self.runner.drafter(p.bundle, batch.encoded, slots)
-        outputs, stats = self.runner.run(p.bundle, batch.encoded, slots, TimedDrafter(inner, rec), window=p.window)
-        return Decoded(outputs, stats)
+        found = self.runner.run(p.bundle, DecodeRequest(batch.encoded, slots, TimedDrafter(inner, rec), window=p.window))
+        return Decoded(found.outputs, found.stats)
 
     def report(self, p):
         if self.draft is not None or not self.drafted:
             return {}
         # the corrector's speculative mode: the drafter it picked, and what each cost a probed sentence
-        costs = p.bundle.draft_costs
+        costs = p.bundle.costs.drafts
         return {"drafter": costs.names[costs.best],
                 "drafter_cost_ms": {n: 1e3 * v for n, v in costs.per_sentence().items()}}
 

@@ -35,6 +35,7 @@ import functools
 import json
 import logging
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from importlib import resources
 from typing import AsyncIterator, Callable, Sequence
 
@@ -280,34 +281,46 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
             await batcher.stop(abandon=app.state.shutdown.started)
 
 
-def create_app(correct_detailed: Callable[[list[str]], list[Correction]], *, info: dict | None = None,
-               max_chars: int = DEFAULT_MAX_CHARS, max_batch: int = 32, max_wait: float = 0.002,
-               max_sentence_chars: int = DEFAULT_MAX_SENTENCE_CHARS,
-               allow_hosts: Sequence[str] | None = None, allow_origins: Sequence[str] = (),
-               body_timeout: float = 10.0, levels: Sequence[str] = ("default",)) -> Starlette:
-    """The app around ``correct_detailed`` (``Corrector.correct_detailed``), loaded beforehand:
-    ``ROUTES`` with the app's state (batcher, shutdown, limits, page) in ``app.state``.
-    ``allow_hosts``: Host names served (default: localhost's; ``*``: any); ``allow_origins``:
-    browser origins besides the server's own (``*``: any). ``levels``: those a request may ask
-    for (``level``), the first the default (``correct_detailed`` called without a level), each
-    other ``correct_detailed(texts, level=name)`` in a batcher of its own."""
-    hosts = list(allow_hosts) if allow_hosts is not None else list(LOCAL_HOSTS)
-    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=hosts),
-                  Middleware(OriginGuard, allowed=list(allow_origins))]
-    if allow_origins:
-        middleware.append(Middleware(CORSMiddleware, allow_origins=list(allow_origins),
+@dataclass(frozen=True)
+class Limits:
+    """What the server takes: ``max_chars`` a request, ``max_sentence_chars`` a sentence, a body
+    sent within ``body_timeout`` seconds; up to ``max_batch`` texts a batch, waiting ``max_wait``
+    seconds for more; ``allow_hosts`` the Host names served (None: localhost's; ``*``: any),
+    ``allow_origins`` the browser origins besides the server's own (``*``: any)."""
+
+    max_chars: int = DEFAULT_MAX_CHARS
+    max_sentence_chars: int = DEFAULT_MAX_SENTENCE_CHARS
+    body_timeout: float = 10.0
+    max_batch: int = 32
+    max_wait: float = 0.002
+    allow_hosts: Sequence[str] | None = None
+    allow_origins: Sequence[str] = ()
+
+
+def create_app(correct_detailed: Callable[[list[str]], list[Correction]], limits: Limits = Limits(), *,
+               info: dict | None = None, levels: Sequence[str] = ("default",)) -> Starlette:
+    """The app around ``correct_detailed`` (``Corrector.correct_detailed``), loaded beforehand,
+    within ``limits``: ``ROUTES`` with the app's state (batcher, shutdown, limits, page) in
+    ``app.state``. ``levels``: those a request may ask for (``level``), the first the default
+    (``correct_detailed`` called without a level), each other ``correct_detailed(texts,
+    level=name)`` in a batcher of its own."""
+    hosts = list(limits.allow_hosts) if limits.allow_hosts is not None else list(LOCAL_HOSTS)
+    origins = list(limits.allow_origins)
+    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=hosts), Middleware(OriginGuard, allowed=origins)]
+    if origins:
+        middleware.append(Middleware(CORSMiddleware, allow_origins=origins,
                                      allow_methods=["GET", "POST"], allow_headers=["Content-Type"]))
-    middleware += [Middleware(BodyDeadline, seconds=body_timeout), Middleware(CollapseSlashes)]
+    middleware += [Middleware(BodyDeadline, seconds=limits.body_timeout), Middleware(CollapseSlashes)]
     app = Starlette(routes=ROUTES, middleware=middleware, lifespan=lifespan, exception_handlers=EXCEPTION_HANDLERS)
     app.state.batchers = {}
     for k, name in enumerate(levels):
         run = correct_detailed if k == 0 else functools.partial(correct_detailed, level=name)
-        app.state.batchers[name] = Batcher(bounds.checker(run, max_sentence_chars), max_texts=max_batch,
-                                           max_wait=max_wait)
+        app.state.batchers[name] = Batcher(bounds.checker(run, limits.max_sentence_chars),
+                                           max_texts=limits.max_batch, max_wait=limits.max_wait)
     app.state.batcher = app.state.batchers[levels[0]]
     app.state.info = {**(info or {}), "levels": list(levels)}
     app.state.shutdown = Shutdown()
-    app.state.max_chars = max_chars
-    app.state.max_bytes = 12 * max_chars + 65_536  # a 4-byte character percent-encoded is 12 bytes
+    app.state.max_chars = limits.max_chars
+    app.state.max_bytes = 12 * limits.max_chars + 65_536  # a 4-byte character percent-encoded is 12 bytes
     app.state.page = resources.files("editspec.serve").joinpath("page/index.html").read_text(encoding="utf-8")
     return app

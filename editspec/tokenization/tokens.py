@@ -247,24 +247,8 @@ def render(tok: "PreTrainedTokenizerBase", source: Encoded, output: Sequence[tup
         return text
     lead, trail = text[: len(text) - len(text.lstrip())], text[len(text.rstrip()):]
     low, high = len(lead), len(text) - len(trail)  # lead and trail are written as they are
-
-    def clip(a: int, b: int) -> str:
-        return text[max(a, low):min(b, high)]
-
-    spaces, chars, cursor = [], [], 0  # each token's whitespace and characters inside the body
-    for space, char in zip(source.spaces, source.chars):
-        spaces.append(clip(cursor, cursor + len(space)))
-        chars.append(clip(cursor + len(space), cursor + len(space) + len(char)))
-        cursor += len(space) + len(char)
-    tail = clip(cursor, len(text))
-    kept = {i for _, i in output if i is not None}
-    held_after: dict[int, str] = {}  # kept source index (-1: the start) -> deleted tokens' odd whitespace
-    last = -1
-    for i, space in enumerate(spaces):
-        if i in kept:
-            last = i
-        elif space.strip(" "):
-            held_after[last] = held_after.get(last, "") + space
+    spaces, chars, tail = body_pieces(source, low, high)
+    held_after = held_whitespace(spaces, {i for _, i in output if i is not None})
     parts: list[str] = []
     held = held_after.get(-1, "")  # waits for the next whitespace
     soft = False  # an inserted word boundary not yet written
@@ -300,6 +284,35 @@ def render(tok: "PreTrainedTokenizerBase", source: Encoded, output: Sequence[tup
     if held:
         write("", "")
     return lead + ("".join(parts) + tail).strip(" ") + trail
+
+
+def body_pieces(source: Encoded, low: int, high: int) -> tuple[list[str], list[str], str]:
+    """Each token's whitespace and characters, and the text after the last token, inside the
+    body ``source.text[low:high]`` (``render`` writes the lead and trail as they are)."""
+    text = source.text
+
+    def clip(a: int, b: int) -> str:
+        return text[max(a, low):min(b, high)]
+
+    spaces, chars, cursor = [], [], 0
+    for space, char in zip(source.spaces, source.chars):
+        spaces.append(clip(cursor, cursor + len(space)))
+        chars.append(clip(cursor + len(space), cursor + len(space) + len(char)))
+        cursor += len(space) + len(char)
+    return spaces, chars, clip(cursor, len(text))
+
+
+def held_whitespace(spaces: Sequence[str], kept: set[int]) -> dict[int, str]:
+    """Kept source index (-1: the start) -> the odd whitespace (not plain spaces) of the deleted
+    tokens after it, which ``render`` writes at the next boundary."""
+    held_after: dict[int, str] = {}
+    last = -1
+    for i, space in enumerate(spaces):
+        if i in kept:
+            last = i
+        elif space.strip(" "):
+            held_after[last] = held_after.get(last, "") + space
+    return held_after
 
 
 def render_ids(tok: "PreTrainedTokenizerBase", source: Encoded, output_ids: Sequence[int]) -> str:

@@ -102,18 +102,16 @@ def test_correct_eval_and_serve_pass_the_beams_to_the_corrector(argv):
 def test_nbest_of_a_line_of_two_sentences_and_of_an_empty_line(overfitted_t5, tokenizer, tmp_path):
     """A line's k-th hypothesis is its sentences' k-th, rejoined with the line's spacing, scored
     their sum; an empty line is every hypothesis, scored 0."""
-    from editspec.nbest import line_hypotheses
-
     model, sources, _ = overfitted_t5
     model.save_pretrained(tmp_path / "t5")
     tokenizer.save_pretrained(tmp_path / "t5")
     corrector = Corrector.from_pretrained(t5=tmp_path / "t5", mode="t5", dtype="float32", num_beams=3)
     a, b = [s for s in sources if tokenizer.unk_token_id not in tokenizer(s).input_ids][:2]
-    alone = line_hypotheses(corrector, [a, b], 3)
-    together, empty = line_hypotheses(corrector, [f"{a}  {b}", ""], 3)
+    alone = [c.nbest for c in corrector.correct_detailed([a, b], nbest=3)]
+    together, empty = [c.nbest for c in corrector.correct_detailed([f"{a}  {b}", ""], nbest=3)]
     assert [t for t, _ in together] == [f"{x}  {y}" for (x, _), (y, _) in zip(*alone)]
     assert [s for _, s in together] == pytest.approx([x + y for (_, x), (_, y) in zip(*alone)])
-    assert empty == [("", 0.0)] * 3
+    assert empty == (("", 0.0),) * 3
     # the corrector's own search keeps the same lists (its output is the first hypothesis here)
     kept = corrector.correct_detailed([a, b, f"{a}  {b}", ""], nbest=3)
     want = [*alone, together, empty]

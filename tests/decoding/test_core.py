@@ -11,7 +11,8 @@ import torch
 from scipy.stats import chisquare
 
 from editspec.decoding import core, drafters
-from editspec.decoding.window import WIDTHS, WindowPolicy, measure
+from editspec.decoding.costs import LOOSE, measure
+from editspec.decoding.window import WIDTHS, WindowPolicy
 from editspec.errors import EditspecError
 from tests.helpers import random_batch, random_t5
 
@@ -436,7 +437,7 @@ def test_shared_encoder_runs_once_per_sentence():
     ids, mask = random_batch(torch.Generator().manual_seed(4), 10, 40, min_len=4)
     sources = core.inputs(ids, mask)
     ref, _ = core.generate(model, sources, 4, max_new_tokens=20)
-    WindowPolicy.measured(model, 4)  # the window's cost model (a dummy sentence) before counting
+    LOOSE.passes(4, model)  # the window's cost model (a dummy sentence) before counting
     seen = []
     hook = model.encoder.register_forward_hook(lambda m, args, kwargs, out: seen.append(kwargs["input_ids"].shape[0]),
                                                with_kwargs=True)

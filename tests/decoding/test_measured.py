@@ -2,12 +2,28 @@
 the window's pass costs and the drafters' costs, read back instead of measured again, measured
 again when the kept file is missing, damaged or another key's, and never a failure."""
 
+import collections
+
 import pytest
 import torch
 
-from editspec.decoding import drafters, measured, window
-from editspec.decoding.window import WindowPolicy
+from editspec.decoding import costs, drafters, measured
+from editspec.decoding.costs import Costs
+from editspec.decoding.window import WIDTHS, WindowPolicy
 from tests.helpers import random_t5
+
+
+def policy(model, slots: int) -> WindowPolicy:
+    """The window policy a new process's bundle of ``model`` starts with."""
+    return Costs(model).window(slots)
+
+
+@pytest.fixture(autouse=True)
+def load(monkeypatch):
+    """The machine's load per core as these tests see it (``costs.busy``): quiet unless a test says."""
+    now = [0.25]
+    monkeypatch.setattr(costs, "busy", lambda: now[0])
+    return now
 
 
 @pytest.fixture
@@ -24,19 +40,19 @@ def counted(monkeypatch):
         calls.append(slots)
         return {0: 1.0, 1: 1.1, 2: 1.2}
 
-    monkeypatch.setattr(window, "measure", measure)
+    monkeypatch.setattr(costs, "measure", measure)
     return calls
 
 
 def test_window_costs_are_measured_once_per_machine(cache, counted):
-    assert WindowPolicy.measured(random_t5(0), 4).costs == {0: 1.0, 1: 1.1, 2: 1.2} and counted == [4]
-    assert WindowPolicy.measured(random_t5(1), 4).costs == {0: 1.0, 1: 1.1, 2: 1.2}  # another process's model
+    assert policy(random_t5(0), 4).costs == {0: 1.0, 1: 1.1, 2: 1.2} and counted == [4]
+    assert policy(random_t5(1), 4).costs == {0: 1.0, 1: 1.1, 2: 1.2}  # another process's model
     assert counted == [4]  # same shape, dtype, threads, machine: read back
-    WindowPolicy.measured(random_t5(1), 8)  # other slots: measured
-    WindowPolicy.measured(random_t5(1, d_model=64), 4)  # another shape: measured
+    policy(random_t5(1), 8)  # other slots: measured
+    policy(random_t5(1, d_model=64), 4)  # another shape: measured
     torch.set_num_threads(2)
     try:
-        WindowPolicy.measured(random_t5(1), 4)  # other threads: measured
+        policy(random_t5(1), 4)  # other threads: measured
     finally:
         torch.set_num_threads(1)
     assert counted == [4, 8, 4, 4]
@@ -45,25 +61,25 @@ def test_window_costs_are_measured_once_per_machine(cache, counted):
 @pytest.mark.parametrize("damage", [b"{not json", b'{"key": {}, "values": {"0": 1.0}}',
                                     b'{"key": null, "values": {"x": "y"}}'])
 def test_damaged_or_foreign_costs_are_measured_again(cache, counted, damage):
-    WindowPolicy.measured(random_t5(0), 4)
+    policy(random_t5(0), 4)
     [kept] = (cache / "measured").iterdir()
     kept.write_bytes(damage)
-    assert WindowPolicy.measured(random_t5(1), 4).costs == {0: 1.0, 1: 1.1, 2: 1.2} and counted == [4, 4]
+    assert policy(random_t5(1), 4).costs == {0: 1.0, 1: 1.1, 2: 1.2} and counted == [4, 4]
 
 
 def test_kept_costs_that_are_not_costs_are_measured_again(cache, counted):
     model = random_t5(0)
     key = {**measured.model_key(model), "slots": 4}
-    measured.save("window", key, {"0": -1.0, "1": 2.0})
-    WindowPolicy.measured(model, 4)
-    assert counted == [4] and measured.load("window", key) == {"0": 1.0, "1": 1.1, "2": 1.2}
+    measured.save("window", key, {"costs": {"0": -1.0, "1": 2.0}})
+    policy(model, 4)
+    assert counted == [4] and measured.load("window", key) == {"costs": {"0": 1.0, "1": 1.1, "2": 1.2}, "busy": 0.25}
 
 
 def test_an_unwritable_cache_only_costs_the_measuring(tmp_path, monkeypatch, counted):
     (tmp_path / "file").write_text("a file where the cache folder should be")
     monkeypatch.setenv("EDITSPEC_CACHE", str(tmp_path / "file"))
-    assert WindowPolicy.measured(random_t5(0), 4).costs == {0: 1.0, 1: 1.1, 2: 1.2}
-    assert WindowPolicy.measured(random_t5(1), 4).costs and counted == [4, 4]
+    assert policy(random_t5(0), 4).costs == {0: 1.0, 1: 1.1, 2: 1.2}
+    assert policy(random_t5(1), 4).costs and counted == [4, 4]
 
 
 def test_weights_are_part_of_the_drafts_key():
@@ -97,14 +113,14 @@ def test_corrector_keeps_its_draft_costs_for_the_next_process(cache, tmp_path, t
 
     bundle = tiny_bundle(tmp_path / "models", tokenizer) / "bundle"
     first = Corrector.from_pretrained(bundle, mode="speculative")
-    assert first.bundle.draft_costs.probed == 0
+    assert first.bundle.costs.drafts.probed == 0
     first.correct(sentences(12))
-    assert first.bundle.draft_costs.probed > 0
+    assert first.bundle.costs.drafts.probed > 0
     assert [p.name.split("-")[0] for p in (cache / "measured").iterdir()].count("drafts") == 1
     second = Corrector.from_pretrained(bundle, mode="speculative")  # a new process's start
-    assert second.bundle.draft_costs.probed == min(first.bundle.draft_costs.probed, second.bundle.draft_costs.probe)
-    assert second.bundle.draft_costs.per_sentence() == pytest.approx(first.bundle.draft_costs.per_sentence())
-    assert Corrector.from_pretrained(bundle, mode="t5").bundle.draft_costs.probed == 0  # no drafts: none kept
+    assert second.bundle.costs.drafts.probed == min(first.bundle.costs.drafts.probed, second.bundle.costs.drafts.probe)
+    assert second.bundle.costs.drafts.per_sentence() == pytest.approx(first.bundle.costs.drafts.per_sentence())
+    assert Corrector.from_pretrained(bundle, mode="t5").bundle.costs.drafts.probed == 0  # no drafts: none kept
 
 
 def test_slot_counts_between_powers_of_two_are_interpolated(cache, monkeypatch):
@@ -114,8 +130,78 @@ def test_slot_counts_between_powers_of_two_are_interpolated(cache, monkeypatch):
         calls.append(slots)
         return {0: float(slots), 1: 1.5 * slots, 2: 2.0 * slots} if slots < 8 else {0: float(slots), 1: 1.5 * slots}
 
-    monkeypatch.setattr(window, "measure", measure)
+    monkeypatch.setattr(costs, "measure", measure)
+    bundled = Costs(random_t5(0))
+    assert bundled.passes(6) == {0: 6.0, 1: 9.0}  # between 4 and 8, on the widths both have
+    assert bundled.passes(5) == {0: 5.0, 1: 7.5} and calls == [4, 8]
+    assert bundled.passes(1) == {0: 1.0, 1: 1.5, 2: 2.0} and calls == [4, 8, 1]
+
+
+def quiet(width: int) -> float:
+    """A pass's seconds on a quiet machine: per token ever cheaper, so every width is measured."""
+    return 0.05 + 0.004 * width
+
+
+def clock(monkeypatch, poison=lambda width, n: None):
+    """Passes timed by ``quiet``, except the n-th sample at a width where ``poison`` gives seconds."""
+    seen = collections.Counter()
+
+    def timed(dec, rows, feeds):
+        width = len(feeds[0]) - 1
+        seen[width] += 1
+        return poison(width, seen[width] - 1) or quiet(width)
+
+    monkeypatch.setattr(costs, "timed_pass", timed)
+    return seen
+
+
+QUIET = {w: quiet(w) for w in WIDTHS}
+
+
+@pytest.mark.parametrize("poison", [
+    lambda width, n: 2.12 if (width, n) == (2, 3) else None,  # one descheduled sample
+    lambda width, n: 2.12 if width == 2 and n < 6 else None,  # a burst: all of width 2's first samples
+    lambda width, n: 1.0 if width == 0 and n < 6 else None,  # a burst at width 0, caught beside width 1
+])
+def test_a_bad_sample_leaves_the_costs_and_the_window_a_quiet_machine_measures(monkeypatch, poison):
+    clock(monkeypatch, poison)
+    measured_costs = costs.measure(random_t5(0), 2)
+    assert measured_costs == pytest.approx(QUIET)
+    assert WindowPolicy(measured_costs).size(2) == WindowPolicy(QUIET).size(2) == 8
+
+
+def test_a_width_wrong_every_time_is_bounded_by_its_neighbour(monkeypatch):
+    clock(monkeypatch, lambda width, n: 2.12 if width == 2 else None)
+    found = costs.measure(random_t5(0), 2)
+    assert found[2] == pytest.approx(quiet(1) * 3 / 2 * costs.GROWTH) and costs.kept_costs({"costs": found}) == found
+    assert WindowPolicy(found).size(2) in (1, 2)  # not 0: the pass of 2.12 s is not believed
+
+
+def test_a_file_kept_on_a_busy_machine_is_measured_again(cache, monkeypatch):
+    seen = clock(monkeypatch)
     model = random_t5(0)
-    assert window.pass_costs(model, 6) == {0: 6.0, 1: 9.0}  # between 4 and 8, on the widths both have
-    assert window.pass_costs(model, 5) == {0: 5.0, 1: 7.5} and calls == [4, 8]
-    assert window.pass_costs(model, 1) == {0: 1.0, 1: 1.5, 2: 2.0} and calls == [4, 8, 1]
+    key = {**measured.model_key(model), "slots": 4}
+    busy = {"0": 0.05, "1": 0.058, "2": 2.12}  # as a user's cache once held it
+    assert WindowPolicy({int(w): c for w, c in busy.items()}).size(4) == 1
+    measured.save("window", key, {"costs": busy})
+    assert Costs(model).window(4).size(4) == 8 and seen  # measured again: the quiet window
+    assert measured.load("window", key)["costs"] == pytest.approx({str(w): c for w, c in QUIET.items()})
+    seen.clear()
+    assert Costs(model).passes(4) == pytest.approx(QUIET) and not seen  # the next process reads it
+
+
+def test_costs_kept_under_load_are_measured_again_once_the_load_halves(cache, counted, load):
+    model = random_t5(0)
+    load[0] = 3.0  # a busy machine: 3 runnable processes a core
+    policy(model, 4)
+    load[0] = 2.0
+    policy(model, 4)
+    assert counted == [4]  # still busy: read
+    load[0] = 0.5
+    policy(model, 4)
+    assert counted == [4, 4]  # quieter by half: measured again, and kept with its own load
+    key = {**measured.model_key(model), "slots": 4}
+    assert measured.load("window", key)["busy"] == 0.5
+    load[0] = 0.01
+    policy(model, 4)
+    assert counted == [4, 4]  # measured at a load under BUSY: read whatever the load now

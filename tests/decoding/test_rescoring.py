@@ -52,7 +52,9 @@ def test_variants_are_scored_a_group_at_a_time():
     assert calls == [35] and whole == [NO_THE, "Yes!", SOURCE, "Yes."] * 5
     calls.clear()
     assert rescored(sources, outputs, score, group=4) == whole
-    assert max(calls) <= 4 + 2 and sum(calls) == 35 and len(calls) > 5
+    # a call of at most 4 + 2 rows (a unit's stay together), and a pair scored once is kept for
+    # the later calls: the first unit of each kind is scored, the repeats cost nothing
+    assert calls == [3 + 2, 1]
 
 
 def test_core_score_is_the_sum_of_greedy_step_log_probs():
@@ -83,11 +85,13 @@ def test_core_score_is_the_sum_of_greedy_step_log_probs():
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_the_decode_s_scores_are_core_score_s(dtype):
     """``generate(scores=True)`` gives each output the log P that ``core.score`` gives the pair at
-    the decode's widths: bit for bit in bf16 (the same logits, summed in the same order),
-    speculative or greedy, whatever the pairs scored beside it; in float32 to the kernels' last
-    bits (there rescoring forces every pair). Budgets as the corrector's (2n + 16 per row)."""
+    the decode's widths: bit for bit where ``decoder.exact_windows`` (bf16 on a CPU with oneDNN's
+    bf16 kernels: the same logits, summed in the same order), speculative or greedy, whatever the
+    pairs scored beside it; elsewhere to the kernels' rounding (float32: last bits; bf16 on a CPU
+    without bf16 units: ~1%, issue 76). Budgets as the corrector's (2n + 16 per row)."""
     model = random_t5(5, vocab=60, dtype=dtype)
-    assert decoder.exact_windows(model) == (dtype == torch.bfloat16)
+    exact = decoder.exact_windows(model)
+    rel = 1e-5 if dtype == torch.float32 else 2e-2
     ids, mask = random_batch(torch.Generator().manual_seed(5), 40, model.config.vocab_size)
     sources = core.inputs(ids, mask)
     budgets = [2 * len(src) + 16 for src in sources]
@@ -96,23 +100,35 @@ def test_the_decode_s_scores_are_core_score_s(dtype):
         # what each row generated: EOS included, unless its budget ran out first
         generated = [o + [1] if n == len(o) + 1 else o for o, n in zip(outputs, stats.tokens)]
         assert 3 <= sum(g[-1:] == [1] for g in generated)
+        assert [sum_in_order(v) for v in stats.token_log_probs] == stats.log_probs
         # in groups of 5, and a few pairs alone: each group's longest source differs from the call's
         forced = core.score(model, sources, generated, slots=5, widths=stats.widths)
         alone = [core.score(model, [sources[k]], [generated[k]], widths=stats.widths)[0] for k in (0, 17, 39)]
-        if dtype == torch.bfloat16:
+        # a variant (one token changed midway) scores the same with the decode's values of the
+        # tokens before the change as given (their logits not computed again)
+        rows = [k for k, g in enumerate(generated) if len(g) >= 3]
+        variants = [generated[k][:len(generated[k]) // 2] + [7] + generated[k][len(generated[k]) // 2 + 1:]
+                    for k in rows]
+        given = [stats.token_log_probs[k][:len(generated[k]) // 2] for k in rows]
+        with_given = core.score(model, [sources[k] for k in rows], variants, slots=5, widths=stats.widths, given=given)
+        computed = core.score(model, [sources[k] for k in rows], variants, slots=5, widths=stats.widths)
+        if exact:
             assert stats.log_probs == forced and alone == [forced[k] for k in (0, 17, 39)]
-            assert [sum_in_order(v) for v in stats.token_log_probs] == stats.log_probs
-            # a variant (one token changed midway) scores the same with the decode's values of the
-            # tokens before the change as given (their logits not computed again)
-            rows = [k for k, g in enumerate(generated) if len(g) >= 3]
-            variants = [generated[k][:len(generated[k]) // 2] + [7] + generated[k][len(generated[k]) // 2 + 1:]
-                        for k in rows]
-            given = [stats.token_log_probs[k][:len(generated[k]) // 2] for k in rows]
-            assert core.score(model, [sources[k] for k in rows], variants, slots=5, widths=stats.widths, given=given) \
-                == core.score(model, [sources[k] for k in rows], variants, slots=5, widths=stats.widths)
+            assert with_given == computed
         else:
-            assert stats.log_probs == pytest.approx(forced, rel=1e-5)
+            assert stats.log_probs == pytest.approx(forced, rel=rel)
+            assert alone == pytest.approx([forced[k] for k in (0, 17, 39)], rel=rel)
+            assert with_given == pytest.approx(computed, rel=rel)
     assert core.generate(model, sources, 8, max_new_tokens=30)[1].log_probs is None  # only when asked
+
+
+def test_exact_windows_is_checked_on_the_host_not_assumed(monkeypatch):
+    """Bit for bit only in bf16, on a CPU whose bf16 matmuls are oneDNN's (issue 76: on an AVX2
+    CPU ATen's fallback gemm sums a window's products in another order than a step's loop)."""
+    bf16, fp32 = random_t5(5, vocab=60, dtype=torch.bfloat16), random_t5(5, vocab=60, dtype=torch.float32)
+    for host in (True, False):
+        monkeypatch.setattr(decoder, "onednn_bf16", lambda host=host: host)
+        assert decoder.exact_windows(bf16) is host and decoder.exact_windows(fp32) is False
 
 
 def sum_in_order(values):

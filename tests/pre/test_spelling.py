@@ -125,7 +125,7 @@ def test_a_long_last_sentence_gets_its_full_stop(speller):
 
 
 def test_links_paths_and_addresses_are_copied_as_written(speller):
-    kept = ["www.example.com/english/course", "See /home/i/docs", "english@school.com",
+    kept = ["www.example.com/english/course", "See /usr/i/docs", "english@school.com",
             "Mail me. john@example.com", "https://x.org/recieve?leter=monday"]
     assert [speller.respell(t) for t in kept] == kept
     assert speller.respell("i recieve it. see http://x.org/leter") == "I receive it. See http://x.org/leter"

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from editspec.decoding import drafters
-from editspec.profiling.architectures import Oracle, profile_architectures, random_architecture
+from editspec.profiling.architectures import Oracle, Sweep, profile_architectures, random_architecture
 from editspec.profiling.report import markdown
 from tests.profiling.test_report import HEAD
 from editspec.tokenization.edits import convert
@@ -22,8 +22,8 @@ def test_architectures_force_gold_lengths(tokenizer):
     EdiT5 len(insertions) (gold tags and order forced; checked inside against the gold edits)."""
     sources = ["She go to school yesterday.", "I like the music.", "They played football with friends!"]
     targets = ["She went to school yesterday.", "I like music very much.", "They played football with friends!"]
-    report = profile_architectures(sources, targets, tokenizer, "cpu", torch.float32, warmup=0,
-                                   sizes=TINY_ARCHITECTURES)
+    report = profile_architectures(sources, targets, tokenizer, "cpu", torch.float32,
+                                   Sweep(sizes=TINY_ARCHITECTURES, warmup=0))
     markers, eos = marker_ids(tokenizer), tokenizer.eos_token_id
     src, tgt = encode(tokenizer, sources), encode(tokenizer, targets)
     t5_steps = sorted(len(t.ids) + 1 for t in tgt)
@@ -51,8 +51,8 @@ def test_forced_verification_decodes_the_gold_targets_from_either_draft(tokenize
     sources = ["She go to school yesterday.", "I like the music.", "They played football with friends!"]
     targets = ["She went to school yesterday.", "I like music very much.", "They played football with friends!"]
     for batch_size in (1, 2):
-        report = profile_architectures(sources, targets, tokenizer, "cpu", torch.float32, warmup=1,
-                                       batch_size=batch_size, sizes=TINY_ARCHITECTURES)
+        report = profile_architectures(sources, targets, tokenizer, "cpu", torch.float32,
+                                       Sweep(sizes=TINY_ARCHITECTURES, batch_size=batch_size, warmup=1))
         assert set(report) == {"t5-base", "edit5-base", "t5-base+gold", "t5-base+copy"}
         gold, copy = report["t5-base+gold"], report["t5-base+copy"]
         assert gold["acceptance_rate"] == 1.0 and copy["acceptance_rate"] < 1.0

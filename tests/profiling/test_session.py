@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from editspec import cli
 from editspec.profiling import architectures
@@ -165,3 +166,31 @@ def test_named_architectures_only_and_unknown_refused(bundle, dev_m2, tmp_path, 
     assert cli.main(["profile", "--data", str(dev_m2), "--model", str(bundle), "--out", str(out), "--limit", "3",
                      "--modes", "none", "--architectures", "t5-nope"]) != 0
     assert "unknown architecture(s) t5-nope" in capsys.readouterr().err
+
+
+def test_profile_records_the_threads_it_timed_with(bundle, dev_m2, tmp_path, monkeypatch):
+    """Issue 76: ``profile --threads N`` with more threads than cores (torch is set directly then)
+    recorded N while the corrector it loaded chose again (the machine's default): the timings
+    were taken at another count. Loading no longer chooses threads: each mode is timed at N."""
+    from editspec import threads
+    from editspec.profiling import session
+
+    n = threads.allowed_cores() + 1
+    seen = []
+    real = session.profile_modes
+
+    def profile_modes(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(session, "profile_modes", profile_modes)
+    monkeypatch.setattr(threads, "default_threads", lambda: 1)  # what a load chose before
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    before = torch.get_num_threads()
+    try:
+        rc = cli.main(["profile", "--data", str(dev_m2), "--model", str(bundle), "--out", str(tmp_path / "r"),
+                       "--limit", "2", "--warmup", "0", "--threads", str(n), "--device", "cpu", "--modes", "t5"])
+    finally:
+        torch.set_num_threads(before)
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert rc == 0 and seen == [n] and report["threads"] == n

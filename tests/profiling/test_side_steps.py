@@ -17,6 +17,6 @@ def test_rescoring_is_timed_apart_on_each_models_outputs(bundle):
         assert t["n"] == 6 and 0 < t["median"] <= t["p90"] < 10_000 and 0 <= t["changed"] <= 6
     assert timed["t5"]["changed"] > 0  # a random T5 rewrites: there was something to score
     assert all("real_words" not in t for t in timed.values())  # no spelling step, no dictionary check
-    corrector.spelling = True
+    corrector.config = corrector.config.replace(spelling=True)
     timed = time_rescoring(corrector, ["He go to school.", "I like it very much."] * 3, warmup=1)
     assert all(t["real_words"]["n"] == 6 and 0 < t["real_words"]["median"] < 1000 for t in timed.values())

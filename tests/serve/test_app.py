@@ -7,13 +7,13 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from starlette.testclient import TestClient
 
-from editspec.serve.app import create_app
+from editspec.serve.app import Limits, create_app
 from editspec.post import error_types
 
 
 @pytest.fixture(scope="module")
 def client(corrector):
-    app = create_app(corrector.correct_detailed, max_chars=500)
+    app = create_app(corrector.correct_detailed, Limits(max_chars=500))
     with TestClient(app, base_url="http://localhost:8081") as c:
         yield c
 
@@ -140,7 +140,7 @@ def test_cors_off_unless_asked(corrector):
     origin = {"Origin": "http://example.org"}
     with TestClient(create_app(corrector.correct_detailed), base_url="http://localhost") as c:
         assert "access-control-allow-origin" not in c.get("/health", headers=origin).headers
-    with TestClient(create_app(corrector.correct_detailed, allow_origins=["http://example.org"]),
+    with TestClient(create_app(corrector.correct_detailed, Limits(allow_origins=["http://example.org"])),
                     base_url="http://localhost") as c:
         assert c.get("/health", headers=origin).headers["access-control-allow-origin"] == "http://example.org"
         assert "access-control-allow-origin" not in c.get("/health", headers={"Origin": "http://evil.test"}).headers

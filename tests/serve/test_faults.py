@@ -12,7 +12,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from editspec.serve import bounds
-from editspec.serve.app import create_app
+from editspec.serve.app import Limits, create_app
 from tests.serve.conftest import serve_in_thread
 
 LOCAL = "http://localhost:8081"
@@ -35,7 +35,7 @@ def test_a_failing_text_fails_only_its_own_request(corrector):
             raise ValueError("the model choked")
         return corrector.correct_detailed(texts)
 
-    app = create_app(correct_detailed, max_wait=0.3)  # long enough for the three to share a batch
+    app = create_app(correct_detailed, Limits(max_wait=0.3))  # long enough for the three to share a batch
     with TestClient(app, base_url=LOCAL) as c:
         idle = c.post("/v1/correct", content=good("i like scool.")).json()
         batches = app.state.batcher.batches
@@ -47,7 +47,7 @@ def test_a_failing_text_fails_only_its_own_request(corrector):
 
 
 def test_lone_surrogate_is_400_and_fails_no_other_request(corrector):
-    with TestClient(create_app(corrector.correct_detailed, max_wait=0.3), base_url=LOCAL) as c:
+    with TestClient(create_app(corrector.correct_detailed, Limits(max_wait=0.3)), base_url=LOCAL) as c:
         idle = c.post("/v1/correct", content=good("i like scool.")).json()
         a, bad, b = post_all(c, [good("i like scool."), b'{"texts": ["ok", "\\ud800"]}', good("i like scool.")])
         assert bad.status_code == 400 and "lone surrogate (U+D800" in bad.json()["error"]
@@ -136,7 +136,7 @@ def test_foreign_host_and_origin_refused_before_any_work(corrector):
         assert c.post("/v2/check", content=form).status_code == 200
         for host in ("127.0.0.1:8081", "[::1]:8081", "localhost"):
             assert c.get("/health", headers={"Host": host}).status_code == 200
-    with TestClient(create_app(correct_detailed, allow_hosts=["*"], allow_origins=["https://ok.example"]),
+    with TestClient(create_app(correct_detailed, Limits(allow_hosts=["*"], allow_origins=["https://ok.example"])),
                     base_url="http://my.lan:8081") as c:
         assert c.get("/health").status_code == 200
         r = c.post("/v2/check", content=form, headers={"Origin": "https://ok.example"})
@@ -150,7 +150,7 @@ def test_work_of_a_client_that_left_is_dropped(corrector, caplog):
         seen.extend(texts)
         return corrector.correct_detailed(texts)
 
-    app = create_app(correct_detailed, max_wait=1.0)  # the request waits for its batch a second
+    app = create_app(correct_detailed, Limits(max_wait=1.0))  # the request waits for its batch a second
     with serve_in_thread(app) as port:
         body = good("a text nobody waits for.")
         s = socket.create_connection(("127.0.0.1", port))
@@ -169,7 +169,7 @@ def test_work_of_a_client_that_left_is_dropped(corrector, caplog):
 def test_fault_probes_on_a_tiny_server(corrector):
     from eval import faults
 
-    app = create_app(corrector.correct_detailed, body_timeout=1.0)
+    app = create_app(corrector.correct_detailed, Limits(body_timeout=1.0))
     with serve_in_thread(app, header_timeout=1.0, limit_concurrency=64) as port:
         target = faults.Target(port)
         results = faults.run(target, ["surrogate", "slow-body", "origin", "idle"], quick=True)

@@ -8,16 +8,20 @@ has or gets carried) -> wait -> collect (into a temporary $OUT) -> join -> Corre
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import lzma
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
+import time
 import zipfile
 from pathlib import Path
+from typing import Callable
 
 import pytest
 import torch
@@ -36,9 +40,10 @@ from training.lease.imports import DeviceOnly
 from training.lease.pick import candidates, fill_lease_log
 from training.lease.plan import REPO_ROOT, load_plan
 from training.lease import continuation, park, shards
-from training.lease.prepare import device_calls, prepare
+from training.lease.prepare import Room, Wheels, device_calls, prepare
 from training.lease.run import read_json
 from training.lease.shards import MAX_FILE, MAX_FILES
+from training.train import EXPORT_REQUEST
 from training.config import load_config
 
 TINY = [  # every stage: a tiny T5 (still a 12-layer encoder), a few steps; the plan's minutes stay a cap
@@ -108,6 +113,28 @@ def data(tmp_path_factory) -> Path:
     return root
 
 
+@contextlib.contextmanager
+def held(pid: int, until: Callable[[], bool], seconds: float = 300):
+    """The process group ``pid`` stopped once ``until()`` holds (polled every 10 ms), for the
+    block; ``release(when)`` lets it go on once ``when()`` holds; let go at the block's end anyway."""
+    def wait(condition: Callable[[], bool]) -> None:
+        deadline = time.time() + seconds
+        while not condition():
+            assert time.time() < deadline, "waited too long"
+            time.sleep(0.01)
+
+    def release(when: Callable[[], bool]) -> None:
+        wait(when)
+        os.killpg(pid, signal.SIGCONT)
+
+    wait(until)
+    os.killpg(pid, signal.SIGSTOP)
+    try:
+        yield release
+    finally:
+        os.killpg(pid, signal.SIGCONT)
+
+
 def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsys):
     """The default plan end to end at a tiny size: a new series (from scratch); the call starts the
     run and waits; interim/ is asked of the running stage (``collect --interim``: the run goes on);
@@ -139,18 +166,22 @@ def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsy
                         *[a for s in [*TINY, *RUNNING] for a in ("--set", s)])  # the prepared plan
     assert started.returncode == 0, started.stderr[-3000:]
     assert (run_dir / "site" / "lease_probe" / "__init__.py").is_file()  # the carried wheel, installed
-    # call 1: a wait until the stage trains (here the bench and the first pool take a while, on the
-    # GPU they take the loader's start), then interim/ asked of the running stage; the run goes on
+    # call 1: interim/ asked of the running stage (``collect --interim``: the run goes on). Its
+    # timeline is the test's, not the host's: the recipe is held (SIGSTOP) before the stage's
+    # first step, the collect asks, and the stage, let go, serves the request at its first step,
+    # long before its decay (stable/, step 48): a fast host cannot outrun the request
     log = run_dir / "t5-wsd" / "log.jsonl"
-    for _ in range(600):
-        if log.is_file() and '"loss"' in log.read_text():
-            break
-        assert on_device(tree, "wait", "--run-dir", str(run_dir), "--minutes", "0.02").returncode == 0
-    assert read_json(run_dir / "status.json")["state"] == "running", (run_dir / "recipe.log").read_text()[-3000:]
-    first = on_device(tree, "collect", "--run-dir", str(run_dir), "--out", str(tmp_path / "OUT1"), "--interim")
-    assert first.returncode == 0, first.stderr[-3000:] + (run_dir / "recipe.log").read_text()[-3000:]
+    with held(read_json(run_dir / "status.json")["pid"], until=log.is_file) as release:
+        assert '"loss"' not in log.read_text(), "the stage trained before it was held"
+        first = subprocess.Popen([sys.executable, "-m", "training.lease", "collect", "--run-dir", str(run_dir),
+                                  "--out", str(tmp_path / "OUT1"), "--interim"], cwd=tree, text=True,
+                                 env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        release(when=(run_dir / "t5-wsd" / EXPORT_REQUEST).is_file)
+        _, err = first.communicate()
+    assert first.returncode == 0, err[-3000:] + (run_dir / "recipe.log").read_text()[-3000:]
     interim = json.loads((tmp_path / "OUT1" / "lease-manifest.json").read_text())
-    assert interim["interim"] is True and interim["continuation"] in ("t5-wsd/interim", "t5-wsd/stable")
+    assert interim["interim"] is True and interim["continuation"] == "t5-wsd/interim"
     assert read_json(run_dir / "status.json")["state"] in ("running", "done"), "the interim collect stopped the run"
     interim_step = json.loads((run_dir / "t5-wsd" / "interim" / "training.json").read_text())["step"]
     # call 2: the run's end, the candidate, the continuation and the checks
@@ -228,8 +259,8 @@ def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsy
 
 def test_gpu_lease_prepare_refuses_a_call_that_carries_too_little_text(tmp_path, data):
     with pytest.raises(EditspecError, match="fewer than 700000"):
-        prepare(tmp_path / ".lease", REPO_ROOT / PLAN, data, [], tmp_path, wiki_sentences=None, pack=None,
-                park_bundle=False, limit=100 * 2**20)  # the test data holds 600 sentences
+        prepare(tmp_path / ".lease", REPO_ROOT / PLAN, data, wheels=Wheels([], tmp_path), pack=None,
+                park_bundle=False, room=Room(limit=100 * 2**20))  # the test data holds 600 sentences
     assert not (tmp_path / ".lease").exists()
 
 
@@ -344,6 +375,9 @@ def test_gpu_lease_collect_ships_heads_beside_the_shipped_t5(tmp_path):
     plan = load_plan(Path("configs/lease-gpu-heads.yaml"))
     assert ship(tmp_path / "run", plan, None) == {"t5": "editspec/models/default/t5", "edit5": "heads"}
     bundle = tmp_path / "run" / "bundle"
+    # the shipped layout (editspec/models/default): each model folder with its tokenizer, no bundle-level one
+    assert sorted(p.name for p in bundle.iterdir()) == ["corrector_config.json", "edit5", "t5"]
+    assert all((bundle / kind / "tokenizer.json").is_file() for kind in ("t5", "edit5"))
     shipped = load_file(shipped_dir / "model.safetensors")
     joined = load_file(bundle / "t5" / "model.safetensors")
     assert shipped.keys() == joined.keys() and all(torch.equal(shipped[k], joined[k]) for k in shipped)

@@ -431,8 +431,8 @@ def test_synthetic_parts_feed_more_workers_than_shards_in_the_same_order(tmp_pat
     assert first(4) == serial  # four workers, one per (shard, part) stream
     # the targets' ids, tokenized once per stream, are what the plain featurization gives, pass after pass
     tok = load_tokenizer(tokenizer_dir)
-    made = list(itertools.islice(data.synthetic_shard(("enwiki_sentences.00.txt.xz", 0, 2), 0, str(wiki), 0, None,
-                                                      str(tokenizer_dir), "t5", 64), 40))  # 15 lines: 3 passes
+    made = list(itertools.islice(data.synthetic_shard(("enwiki_sentences.00.txt.xz", 0, 2), 0, data.Errors(str(wiki), 0),
+                                                      data.Featurizing(str(tokenizer_dir), "t5", 64)), 40))  # 15 lines: 3 passes
     pairs = list(itertools.islice((p for e in itertools.count() for p in synthetic_pairs(
         wiki, 1000 * e, ["enwiki_sentences.00.txt.xz"], None, 0, 2)), 40))
     assert made == features.t5_features_batch(tok, [p["source"] for p in pairs], [p["target"] for p in pairs], 64)

@@ -61,7 +61,7 @@ def test_tune_rounds_scores_each_round_as_the_corrector_outputs_it(models, tmp_p
     # noop gold: every edit is false, and the counts follow the corrector's outputs round by round
     c = Corrector.from_pretrained(models / "bundle", mode="t5", device="cpu", spelling=False)
     for n, line in enumerate(lines, 1):
-        c.rounds = n
+        c.config = c.config.replace(rounds=n)
         fixed = c.correct(["She go home.", "He go to school every days.", "Yes. No."])
         changed = sum(f != s for f, s in zip(fixed, ["She go home.", "He go to school every days.", "Yes. No."]))
         assert (" TP 0 " in line) and ((" FP 0 " in line) == (changed == 0)), line

@@ -22,17 +22,28 @@ from editspec.errors import EditspecError
 PLAN = "configs/lease-gpu.yaml"
 CONTINUATION = Path("training/continuation/t5.tar.xz")
 LEASE_LOG = Path("reports/lease-log.md")
+DATA_DIR = "corpus folder (default $EDITSPEC_DATA or ../shared/data)"
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m training.lease", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
-    run_dir = {"default": None, "help": "the recipe's folder (default runs/lease)"}
+    prepare_args(sub.add_parser("prepare", help="here: build the carried folder and print the device calls"))
+    device_args(sub)
+    here_args(sub)
+    r = sub.add_parser("recipe", help="(started by start) run the plan's stages")
+    r.add_argument("--run-dir", required=True)
+    e = sub.add_parser("exec", help="(used by the recipe) python -m MODULE ARGS, optionally import-guarded")
+    e.add_argument("--guard", help="comma-separated carried packages: refuse other missing ones")
+    e.add_argument("module")
+    e.add_argument("args", nargs=argparse.REMAINDER)
+    return p
 
-    q = sub.add_parser("prepare", help="here: build the carried folder and print the device calls")
+
+def prepare_args(q: argparse.ArgumentParser) -> None:
     q.add_argument("--folder", default=".lease")
     q.add_argument("--plan", default=PLAN)
-    q.add_argument("--data-dir", help="corpus folder (default $EDITSPEC_DATA or ../shared/data)")
+    q.add_argument("--data-dir", help=DATA_DIR)
     q.add_argument("--wheel", action="append", default=[], metavar="NAME|FILE.whl",
                    help="a package (its version here) or a wheel file to carry, repeatable (default: the "
                         "packages the training needs that the machine lacks)")
@@ -49,6 +60,10 @@ def parser() -> argparse.ArgumentParser:
                    help="refuse a call that carries fewer (default 700,000)")
     q.add_argument("--no-park", action="store_true", help="leave the shipped bundle in the index (it then travels)")
 
+
+def device_args(sub) -> None:
+    """The commands the device calls run: start, wait, collect, checks."""
+    run_dir = {"default": None, "help": "the recipe's folder (default runs/lease)"}
     s = sub.add_parser("start", help="device: unpack and start the recipe detached")
     s.add_argument("--folder", default=".lease")
     s.add_argument("--plan", help="the plan (default: the one prepare packed the folder for)")
@@ -57,11 +72,9 @@ def parser() -> argparse.ArgumentParser:
                    help="a recipe override for every stage (training.train --set), repeatable")
     s.add_argument("--check-imports", action="store_true",
                    help="refuse imports the lent machine could not make (for CPU runs: training.lease.imports)")
-
     w = sub.add_parser("wait", help="device: follow the recipe's log")
     w.add_argument("--run-dir", **run_dir)
     w.add_argument("--minutes", type=float, default=7.0, help="at most this long (default 7: the 15-minute plan's)")
-
     c = sub.add_parser("collect", help="device: ship, evaluate, write shards and manifest")
     c.add_argument("--run-dir", **run_dir)
     c.add_argument("--out", required=True, help="the folder that comes back ($OUT)")
@@ -69,7 +82,6 @@ def parser() -> argparse.ArgumentParser:
                    help="the running stage's newest weights; the recipe goes on (a lease's first call)")
     c.add_argument("--check-minutes", type=float, default=0.0,
                    help="also the CUDA checks at batch 32 within this long, reports in the logs' file")
-
     k = sub.add_parser("checks", help="device, second call: speculative == greedy and profiles on the GPU")
     k.add_argument("--run-dir", **run_dir)
     k.add_argument("--out", required=True, help="the folder that comes back ($OUT)")
@@ -77,6 +89,9 @@ def parser() -> argparse.ArgumentParser:
     k.add_argument("--device", default="cuda")
     k.add_argument("--minutes", type=float, default=3.0)
 
+
+def here_args(sub) -> None:
+    """The commands run here, after the device calls: join, pick, finetune, park, unpark."""
     j = sub.add_parser("join", help="here: shards -> bundle, checked and loaded; the continuation replaced")
     j.add_argument("src", help="the collect call's files")
     j.add_argument("dest", help="the bundle directory to write")
@@ -85,7 +100,7 @@ def parser() -> argparse.ArgumentParser:
     k = sub.add_parser("pick", help="here: the lease's candidates through the shipped pipeline on W&I dev; the "
                                     "best against the shipped T5 (paired bootstrap)")
     k.add_argument("bundle", help="the joined bundle (runs/lease-bundle): t5/, t5-2/, ...")
-    k.add_argument("--data-dir", help="corpus folder (default $EDITSPEC_DATA or ../shared/data)")
+    k.add_argument("--data-dir", help=DATA_DIR)
     k.add_argument("--log", default=str(LEASE_LOG), help="the lease log whose last row gets the figures")
     k.add_argument("--ship", action="store_true", help="ship the picked T5 when it wins beyond noise")
     f = sub.add_parser("finetune", help="here: a lease's T5 fine-tuned on W&I + FCE in the background; --report compares")
@@ -94,17 +109,9 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a recipe override, repeatable")
     f.add_argument("--foreground", action="store_true", help="train in this process (default: detached)")
     f.add_argument("--report", action="store_true", help="evaluate best/ against the shipped T5 (paired bootstrap)")
-    f.add_argument("--data-dir", help="corpus folder (default $EDITSPEC_DATA or ../shared/data)")
+    f.add_argument("--data-dir", help=DATA_DIR)
     sub.add_parser("park", help="here: the shipped bundle out of the index, so that it does not travel")
     sub.add_parser("unpark", help="here: the shipped bundle tracked again, as HEAD has it")
-
-    r = sub.add_parser("recipe", help="(started by start) run the plan's stages")
-    r.add_argument("--run-dir", required=True)
-    e = sub.add_parser("exec", help="(used by the recipe) python -m MODULE ARGS, optionally import-guarded")
-    e.add_argument("--guard", help="comma-separated carried packages: refuse other missing ones")
-    e.add_argument("module")
-    e.add_argument("args", nargs=argparse.REMAINDER)
-    return p
 
 
 def run(args: argparse.Namespace) -> int:

@@ -3,9 +3,9 @@
 1. a recipe still running is stopped (its stages keep their best/, ranked/ and checkpoints);
 2. the bundle is shipped in bf16 (``training.ship``) from the first stage of each of the plan's
    ``bundle`` lists that has a best/, or from a model directory of the repository that a list names
-   (the shipped T5 under heads trained on its encoder): runs/lease/bundle/{t5,edit5,tokenizer},
-   corrector_config.json (the shipped bundle's run-time settings); with the plan's ``candidates``,
-   the T5 stage's next-best ranked/ models beside it (t5-2/, ...), and the continuation (stable/);
+   (the shipped T5 under heads trained on its encoder): runs/lease/bundle/{t5,edit5}, each folder
+   with its tokenizer as editspec/models/default is laid out, and corrector_config.json (the
+   shipped bundle's run-time settings); with the plan's ``candidates``, the T5 stage's next-best ranked/ models beside it (t5-2/, ...), and the continuation (stable/);
 3. the dev loss of each model a stage trained, on the GPU (the stages' dev set), and each
    candidate's approximate F0.5; ERRANT needs spaCy, which only the CPU machine has: ``python -m
    training.lease pick`` there after ``join``;
@@ -77,8 +77,7 @@ def ship_interim(run_dir: Path, plan: dict, carried: list[str] | None, seconds: 
     if (run_dir / stage / stable / "config.json").is_file():  # the decay has begun: the true continuation
         shipped["continuation"] = f"{stage}/{stable}"
         pairs += [str(run_dir / stage / stable), str(bundle / "continuation")]
-    run_ship(run_dir, pairs, carried)
-    load_tokenizer(bundle / "t5").save_pretrained(bundle / "tokenizer")
+    run_ship(run_dir, pairs, carried)  # each folder with its tokenizer (training.ship): the shipped layout
     shutil.copy(DEFAULT_MODEL / "corrector_config.json", bundle / "corrector_config.json")
     return shipped
 
@@ -144,8 +143,7 @@ def ship(run_dir: Path, plan: dict, carried: list[str] | None) -> dict[str, str]
             except subprocess.CalledProcessError:
                 print(f"[collect] candidate {src} did not ship: left out")
                 shutil.rmtree(bundle / f"t5-{n}", ignore_errors=True)
-    if "t5" in shipped:
-        load_tokenizer(bundle / "t5").save_pretrained(bundle / "tokenizer")
+    if "t5" in shipped:  # each folder holds its tokenizer (training.ship): no bundle-level one
         shutil.copy(DEFAULT_MODEL / "corrector_config.json", bundle / "corrector_config.json")
     return shipped
 

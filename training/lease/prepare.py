@@ -44,6 +44,7 @@ import sys
 import tarfile
 import tempfile
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -186,12 +187,39 @@ def write_wheels(wheels: list[Path], dest: Path) -> list[str]:
     return [w.name for w in wheels]
 
 
-def prepare(folder: Path, plan_path: Path, data: Path | None = None, wheels: list[str] | None = None,
-            wheel_cache: Path = REPO_ROOT / ".whl", m2_sentences: int | None = None,
-            wiki_sentences: int | None = None, margin: int = 2**20, pack: Path | None = continuation.PACK,
-            wiki_start: int | None = None, min_wiki: int = 700_000, park_bundle: bool = True,
-            limit: int = LIMIT) -> dict:
+@dataclass(frozen=True)
+class Text:
+    """The text a call carries: each M2 file's first ``m2_sentences`` (None: all), and from line
+    ``wiki_start`` (None: where the series stopped) at most ``wiki_sentences`` Wikipedia sentences
+    (None: as many as fit), refusing a call with fewer than ``min_wiki``."""
+
+    m2_sentences: int | None = None
+    wiki_sentences: int | None = None
+    wiki_start: int | None = None
+    min_wiki: int = 700_000
+
+
+@dataclass(frozen=True)
+class Room:
+    """What a call carries at most: ``limit`` bytes, less a ``margin``."""
+
+    limit: int = LIMIT
+    margin: int = 2**20
+
+
+@dataclass(frozen=True)
+class Wheels:
+    """The wheels a call carries: ``names`` (packages or .whl files; None: ``WHEELS``), fetched into ``cache``."""
+
+    names: list[str] | None = None
+    cache: Path = REPO_ROOT / ".whl"
+
+
+def prepare(folder: Path, plan_path: Path, data: Path | None = None, text: Text = Text(), room: Room = Room(),
+            wheels: Wheels = Wheels(), pack: Path | None = continuation.PACK, park_bundle: bool = True) -> dict:
     """Pack ``folder``; ``pack`` None starts a new series from scratch (no continuation)."""
+    m2_sentences, wiki_sentences, min_wiki = text.m2_sentences, text.wiki_sentences, text.min_wiki
+    limit, margin = room.limit, room.margin
     plan = load_plan(plan_path)
     series = any(s.get("continue") for s in plan["stages"])  # a plan that continues the series
     pack = pack if series else None
@@ -212,7 +240,7 @@ def prepare(folder: Path, plan_path: Path, data: Path | None = None, wheels: lis
     save_tables(tmp / "lexicon.json.xz")
     if plan.get("wiki", True):  # a synthetic stage: the patterns it replays, from the train files only
         build_patterns([data / rel for rel in TRAIN_M2]).save(tmp / "data" / PATTERN_TABLE)
-    names = write_wheels([fetch_wheel(w, wheel_cache) for w in (WHEELS if wheels is None else wheels)],
+    names = write_wheels([fetch_wheel(w, wheels.cache) for w in (WHEELS if wheels.names is None else wheels.names)],
                          tmp / "wheels.tar.xz")
     # what does not travel: the shipped bundle's models, or for a plan that ships it as it is (park: false), the
     # continuation checkpoint, which only the series' plan reads
@@ -228,7 +256,7 @@ def prepare(folder: Path, plan_path: Path, data: Path | None = None, wheels: lis
         if room < 0:
             raise EditspecError(f"the repository and the folder take {(limit - margin - room) / 2**20:.1f} MiB: over "
                                 f"the {limit / 2**20:.0f} MiB a call carries (less a {margin / 2**20:.1f} MiB margin)")
-        start = wiki_start if wiki_start is not None else int((resumed or {}).get("wiki_next", 0))
+        start = text.wiki_start if text.wiki_start is not None else int((resumed or {}).get("wiki_next", 0))
         sentences = write_sentences(data / WIKI_DIR, tmp / "data" / WIKI_DIR / "lease.00.txt.xz", room,
                                     wiki_sentences, start) if wiki_sentences != 0 else 0
         if sentences < min(min_wiki, min_wiki if wiki_sentences is None else wiki_sentences):
@@ -301,9 +329,10 @@ def device_calls(folder: Path, plan: dict) -> str:
 
 def main(args) -> None:
     report = prepare(Path(args.folder), Path(args.plan), Path(args.data_dir) if args.data_dir else None,
-                     args.wheel or None, Path(args.wheel_cache), args.m2_sentences, args.wiki_sentences,
-                     int(args.margin_mib * 2**20), None if args.from_scratch else Path(args.continuation),
-                     args.wiki_start, args.min_wiki_sentences, not args.no_park, int(args.limit_mib * 2**20))
+                     Text(args.m2_sentences, args.wiki_sentences, args.wiki_start, args.min_wiki_sentences),
+                     Room(int(args.limit_mib * 2**20), int(args.margin_mib * 2**20)),
+                     Wheels(args.wheel or None, Path(args.wheel_cache)),
+                     None if args.from_scratch else Path(args.continuation), not args.no_park)
     total = report["tree_bytes"] + report["folder_bytes"]
     resumed = report["resumed"]
     print(f"{args.folder}: {report['folder_bytes'] / 2**20:.2f} MiB ({report['wiki_sentences']} Wikipedia sentences "
