@@ -84,11 +84,15 @@ def lift(texts: Sequence[str], spans: Sequence[Sequence[segment.Span]], outputs:
 class Corrected:
     """What the chain made of lines (``Corrector._correct``): the corrected ``lines``, each line's
     unit ``spans``, and per unit (``segment.unit_texts`` order) its ``Unit`` after the rounds, its
-    final output (after a level's ``min_confidence``) and its ``scored`` correction from the unit
-    as written (``confidence.score_units``; None where left as written or not asked for)."""
+    final output (after a level's ``min_confidence`` and the grammar step) and its ``scored``
+    correction from the unit as written to the model chain's output (``confidence.score_units``;
+    None where left as written or not asked for); ``grammar``: the grammar step's correction of
+    that output, to the final output (``editspec.grammar.chain``; None where it changed nothing
+    or is off)."""
 
     lines: list[str]
     spans: list[list[segment.Span]]
     units: list[Unit]
     outputs: list[str]
     scored: list[Correction | None]
+    grammar: list[Correction | None] = field(default_factory=list)

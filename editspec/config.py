@@ -67,6 +67,8 @@ class CorrectorConfig:
     spelling        the dictionary step before the model and the made-up-word check after it
     rescore         keep an edit only if the output model scores the output at least as high
                     with it (``editspec.decoding.rescoring``)
+    grammar         the grammar step after the last round (``editspec.grammar``: agreement, noun
+                    number, verb form, articles from the parse, judged by an n-gram LM)
     prefix          text put before every T5 input ("grammar: "), as some T5 checkpoints expect
     level           the level a call runs at when it names none: "default" or "picky"
     levels          each level's settings (``Level``), by name; a level not here: none can be asked
@@ -81,6 +83,7 @@ class CorrectorConfig:
     rounds: int = 1
     spelling: bool = False
     rescore: bool = False
+    grammar: bool = False
     prefix: str = ""
     level: str = "default"
     levels: dict = field(default_factory=dict)
@@ -90,7 +93,7 @@ class CorrectorConfig:
         if self.mode is not None and self.mode not in CORRECTOR:  # ``editspec.modes``: the one table
             raise EditspecError(f"unknown mode {self.mode!r}; choose one of {', '.join(CORRECTOR)}")
         for name, kind in (("max_edit_words", int), ("rounds", int), ("spelling", bool), ("rescore", bool),
-                           ("prefix", str)):
+                           ("grammar", bool), ("prefix", str)):
             value = getattr(self, name)
             if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
                 raise EditspecError(f"{name} must be {kind.__name__}, not {value!r}")

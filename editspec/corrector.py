@@ -29,7 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from editspec import confidence
+from editspec import confidence, grammar
 from editspec.bundle import KINDS, Bundle
 from editspec.chain import Corrected, Unit, lift
 from editspec.config import (CorrectorConfig, Level, LoadOptions, check_batch_size, check_beams, check_level,
@@ -65,6 +65,9 @@ class Corrector(Steps):
         self.bundle = bundle if all(getattr(bundle, k) is None for k in KINDS if k not in uses) else bundle.only(*uses)
         self.config = config.replace(mode=mode)
         self.level_of(None)  # one line of error now for a level this mode cannot run
+        if self.config.grammar:  # its files checked now; loaded at the first call (``grammar_step``)
+            grammar.check_files()
+        self._grammar: dict[str, object] = {}  # the grammar step per level, built once (``grammar_step``)
         self.timings = OFF  # a ``timing.Timings`` to see where the time goes (editspec profile --pipeline)
         # rescoring reads the T5 decode's own scores (``rescoring.Known``); False: every pair forced
         self.reuse_scores = True
@@ -143,6 +146,11 @@ class Corrector(Steps):
         if types:  # each unit's edits typed in their unit, as the sentence alone gets them
             with self.timings("types"):
                 shown = error_types.typed(shown)
+        if any(done.grammar):  # the step's edits carry its type, message and confidence
+            from editspec.grammar import chain as grammar_chain
+
+            shown = [replace(c, edits=grammar_chain.own(c.edits, grammar_chain.spans(g, m), m))
+                     for c, g, m in zip(shown, done.grammar, done.scored)]
         corrections = lift(texts, done.spans, done.lines, [c.edits for c in shown])
         if nbest:
             corrections = [replace(c, nbest=h[:nbest]) for c, h in
@@ -168,8 +176,27 @@ class Corrector(Steps):
                 scored = confidence.score_units(units, outputs, self.scorer(), self.calibration)
                 if settings.min_confidence > 0:
                     outputs, scored = confidence.keep_sure(written, outputs, scored, settings.min_confidence)
+        made: list[Correction | None] = [None] * len(units)
+        if self.config.grammar:  # once, after the last round, on what the model chain kept
+            from editspec.grammar import chain as grammar_chain
+
+            with self.timings("grammar"):
+                units, outputs, made = grammar_chain.run(self.grammar_step(settings), units, outputs,
+                                                         settings.min_confidence)
         with self.timings("rejoin"):
-            return Corrected(segment.rejoin_lines(texts, spans, outputs), spans, units, outputs, scored)
+            return Corrected(segment.rejoin_lines(texts, spans, outputs), spans, units, outputs, scored, made)
+
+    def grammar_step(self, level: Level):
+        """The grammar step at ``level`` (picky adds its pattern), built at the first call: the
+        language model and spaCy once per corrector, shared by the levels."""
+        if level.name not in self._grammar:
+            from editspec.grammar.step import GrammarStep, Settings
+
+            first = next(iter(self._grammar.values()), None)
+            settings = Settings.from_file(grammar.DEFAULT_SETTINGS, level.name)
+            self._grammar[level.name] = GrammarStep.load(settings, grammar.DEFAULT_LM) if first is None else \
+                GrammarStep(first.lm, settings, first.nlp)
+        return self._grammar[level.name]
 
     # -- the chain: units -> spelling -> rounds of (tokenize, decode, edits, checks, rescore) --
 

@@ -133,7 +133,8 @@ def correct_sources(args: argparse.Namespace, sources: list[str]) -> Corrected:
     if hasattr(corrector, "guarded"):  # its guard (and how many units it kept), rounds, spelling, rescoring
         c = corrector.config
         settings = {"max_edit_words": c.max_edit_words, "guarded": corrector.guarded, "unreal": corrector.unreal,
-                    "rounds": c.rounds, "spelling": c.spelling, "rescore": c.rescore, "level": c.level}
+                    "rounds": c.rounds, "spelling": c.spelling, "rescore": c.rescore, "grammar": c.grammar,
+                    "level": c.level}
     return Corrected(outputs, mode, seconds, settings)
 
 

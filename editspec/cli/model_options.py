@@ -77,6 +77,10 @@ def add_correction_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rescore", action=argparse.BooleanOptionalAction, default=None,
                    help="undo each edit the model scores the sentence better without "
                         "(default: the bundle's corrector_config.json; else off)")
+    p.add_argument("--grammar", action=argparse.BooleanOptionalAction, default=None,
+                   help="after the model, fix agreement, noun number, verb forms and articles that the "
+                        "sentence's parse and a language model of English agree on (default: the bundle's "
+                        "corrector_config.json; else off)")
     p.add_argument("--prefix", default=None, metavar="TEXT",
                    help="text put before every T5 input, as some T5 checkpoints expect (\"grammar: \"); "
                         "default: the bundle's corrector_config.json, else none")
@@ -89,7 +93,7 @@ def corrector_options(args: argparse.Namespace):
     from editspec.config import LoadOptions
 
     settings = {"mode": args.mode, "max_edit_words": args.max_edit_words, "rounds": args.rounds,
-                "spelling": args.spelling, "rescore": args.rescore, "prefix": args.prefix,
+                "spelling": args.spelling, "rescore": args.rescore, "grammar": args.grammar, "prefix": args.prefix,
                 "level": getattr(args, "level", None)}
     return LoadOptions(model=args.model, edit5=args.edit5, t5=args.t5, settings=settings, device=args.device,
                        batch_size=args.batch_size, dtype=args.dtype, quantize=args.quantize,

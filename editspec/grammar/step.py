@@ -23,11 +23,9 @@ from typing import Sequence
 import numpy as np
 
 from editspec.errors import EditspecError
+from editspec.grammar import DEFAULT_LM, DEFAULT_SETTINGS
 from editspec.grammar.lm import NgramLM
 from editspec.grammar.rules import Candidate, candidates
-
-DEFAULT_LM = Path(__file__).resolve().parents[1] / "models" / "default" / "grammar_lm.bin"
-DEFAULT_SETTINGS = DEFAULT_LM.with_name("grammar.json")  # margins and calibration, tuned on FCE
 
 
 @dataclass(frozen=True)
