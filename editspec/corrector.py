@@ -108,6 +108,8 @@ class Corrector(Steps):
         check_level(config.level_settings(), mode, o.num_beams)
         check_models(mode, {"edit5": bool(edit5_path), "t5": bool(t5_path)},
                      str(o.model if o.model is not None else loading.DEFAULT_MODEL))
+        if config.grammar:
+            grammar.check_files()
         bundle = Bundle.load(edit5_path, t5_path, RUNNERS[mode].mode.uses, o.device, o.dtype, o.quantize)
         return cls(bundle, config.replace(mode=mode), batch_size=o.batch_size, max_length=o.max_length,
                    num_beams=o.num_beams)

@@ -89,7 +89,7 @@ class Shutdown:
 def edit_dict(edit, error_type: str) -> dict:
     return {"start": edit.start, "end": edit.end, "original": edit.original, "correction": edit.correction,
             "type": error_type, "rule": error_types.rule_id(error_type),
-            "message": error_types.message(error_type), "shortMessage": error_types.short_message(error_type),
+            "message": edit.message or error_types.message(error_type), "shortMessage": error_types.short_message(error_type),
             "confidence": edit.confidence, **({"alternatives": list(edit.alternatives)} if edit.alternatives is not None else {})}
 
 

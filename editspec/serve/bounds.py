@@ -100,7 +100,7 @@ def checker(correct_detailed: Callable[[list[str]], list[Correction]],
                 c, kinds = next(typed)
                 output.append(c.output)
                 edits += [dataclasses.replace(e, start=e.start + p.start, end=e.end + p.start) for e in c.edits]
-                types += kinds
+                types += [e.type or k for e, k in zip(c.edits, kinds)]  # the grammar step's edits come typed
                 if c.edits:
                     spans += [(p.start + s, p.start + e) for s, e in segment.sentences(piece)]
             out.append(Checked(Correction(text, "".join(output), edits), types, sorted(spans)))

@@ -228,7 +228,7 @@ def matches(doc: Document, correction: Correction, types: Sequence[str],
         c_start, c_end = max(0, start - CONTEXT), min(len(doc.document), end + CONTEXT)
         sentence = sentence_of(sentences, edit.start, edit.end, doc.text)
         out.append({
-            "message": error_types.message(error_type),
+            "message": edit.message or error_types.message(error_type),  # the grammar step's own
             "shortMessage": error_types.short_message(error_type),
             "replacements": [{"value": v} for v in (edit.correction, *(edit.alternatives or ()))],
             "offset": offset,
