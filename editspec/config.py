@@ -83,11 +83,11 @@ class CorrectorConfig:
     rounds: int = 1
     spelling: bool = False
     rescore: bool = False
-    grammar: bool = False
     prefix: str = ""
     level: str = "default"
     levels: dict = field(default_factory=dict)
     confidence: dict = field(default_factory=dict)
+    grammar: bool = False  # last: the fields before keep their positions
 
     def __post_init__(self) -> None:
         if self.mode is not None and self.mode not in CORRECTOR:  # ``editspec.modes``: the one table

@@ -27,7 +27,7 @@ from editspec.timing import OFF, Timings
 
 # the report's row order: the pipeline's order
 STEPS = ("segment", "spelling", "tokenize", "encoder", "decoder", "draft", "decode", "edit5", "render", "edits",
-         "guard", "rescore", "confidence", "rejoin", "diff", "alternatives", "types", "other")
+         "guard", "rescore", "confidence", "grammar", "rejoin", "diff", "alternatives", "types", "other")
 
 
 def attach(corrector: Corrector, timings: Timings) -> Callable[[], None]:

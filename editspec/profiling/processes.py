@@ -54,7 +54,7 @@ WARMUP_LINES = 64  # a warm-up input of 64 lines fills every slot count a size u
 GOALS = {1: "1 line within `import torch` + 0.4 s", 500: "500 lines at least as fast as the CTranslate2 script",
          2000: "2,000 lines at 1.5x the CTranslate2 script and 2x --mode t5",
          "cold": "a first process (empty cache, 1 line) within 2x a warm one"}
-RAW = ["--mode", "t5", "--no-spelling", "--no-rescore", "--max-edit-words", "0", "--rounds", "1",
+RAW = ["--mode", "t5", "--no-spelling", "--no-rescore", "--no-grammar", "--max-edit-words", "0", "--rounds", "1",
        "--beam", "1"]  # the T5's bare greedy output
 
 
