@@ -74,15 +74,18 @@ def test_every_edit_has_its_margin_s_confidence(shipped):
 
 
 def test_keep_sure_leaves_unsure_edits_as_written(shipped):
-    plain = shipped.correct_detailed(SENTENCES)
-    confidences = sorted(e.confidence for c in plain for e in c.edits)
-    threshold = confidences[len(confidences) // 2]
-    shipped.config = shipped.config.replace(levels={"default": {"min_confidence": threshold}})
+    # the model's edits alone: the grammar step may make an undone edit again, at its own confidence
+    was = shipped.config
+    shipped.config = was.replace(grammar=False)
     try:
+        plain = shipped.correct_detailed(SENTENCES)
+        confidences = sorted(e.confidence for c in plain for e in c.edits)
+        threshold = confidences[len(confidences) // 2]
+        shipped.config = shipped.config.replace(levels={"default": {"min_confidence": threshold}})
         sure = shipped.correct_detailed(SENTENCES)
         assert shipped.correct(SENTENCES) == [c.output for c in sure]
     finally:
-        shipped.config = shipped.config.replace(levels=CorrectorConfig.from_pretrained(shipped_model_dir()).levels)
+        shipped.config = was
     kept = {(c.input, e.original, e.correction) for c in sure for e in c.edits}
     for c in plain:
         for e in c.edits:

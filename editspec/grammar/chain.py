@@ -44,7 +44,7 @@ def run(step: GrammarStep, units: Sequence[Unit], outputs: Sequence[str],
     found = step.correct(list(outputs))
     units, outputs, made = list(units), list(outputs), [None] * len(units)
     for i, edits in enumerate(found):
-        edits = [g for g in edits if g.confidence >= min_confidence]
+        edits = [g for g in edits if round(g.confidence, 4) >= min_confidence]  # as shown, as the model's
         if not edits:
             continue
         text = outputs[i]

@@ -92,3 +92,14 @@ def test_edits_of_the_t5_and_the_step_compose():
         ("sistr", "sister", None, None, None),  # the T5's alone: untouched here (spread gives its confidence)
         ("hav", "has", "R:VERB:SVA", "agree", 0.5),  # both: the step's type, the less sure confidence
         ("book", "books", "R:NOUN:NUM", "plural", 0.8)]
+
+
+def test_a_levels_min_confidence_applies_to_the_steps_edits(shipped):
+    was = shipped.config
+    (edit,) = shipped.correct_detailed(TEXTS[:1])[0].edits  # the step's alone
+    try:
+        for threshold, expected in ((edit.confidence, "The list of names is long."), (edit.confidence + 0.01, TEXTS[0])):
+            shipped.config = was.replace(levels={"default": {"min_confidence": threshold}})
+            assert shipped.correct(TEXTS[:1]) == [expected]
+    finally:
+        shipped.config = was
