@@ -103,3 +103,17 @@ def test_a_levels_min_confidence_applies_to_the_steps_edits(shipped):
             assert shipped.correct(TEXTS[:1]) == [expected]
     finally:
         shipped.config = was
+
+
+def test_the_servers_matches_carry_the_steps_message(shipped):
+    from starlette.testclient import TestClient
+
+    from editspec.serve.app import create_app
+
+    with TestClient(create_app(shipped.correct_detailed), base_url="http://localhost") as client:
+        (v1,) = client.post("/v1/correct", json={"texts": TEXTS[:1]}).json()["corrections"][0]["edits"]
+        (v2,) = client.post("/v2/check", data={"language": "en-US", "text": TEXTS[0]}).json()["matches"]
+    message = "the verb should agree with its subject 'list'"
+    assert (v1["type"], v1["message"], v2["message"], v2["rule"]["id"]) == ("R:VERB:SVA", message, message,
+                                                                          "EDITSPEC_R_VERB_SVA")
+    assert v1["confidence"] == v2["confidence"] > 0
