@@ -76,7 +76,7 @@ from editspec.nbest import alternatives as other_spans
 from editspec.post import error_types
 from editspec.pre import segment
 from editspec.post.diff import Correction, apply
-from editspec.post.checks import guard, keep_unreadable, real_words
+from editspec.post.checks import guard, keep_respelled, keep_unreadable, real_words
 from editspec.pre.spelling import load_speller, respell_all
 from editspec.timing import OFF
 from editspec.tokenization.tokens import Encoded, encode, unreadable
@@ -420,6 +420,7 @@ class Corrector:
         level = self.level_of(None) if level is None else level
         trace = {} if trace is None else trace
         self.timings.first_round()
+        written = units  # as the writer wrote them: ``check`` keeps the words they misspelt
         if self.spelling:
             with self.timings("spelling"):
                 units = respell_all(units, places)
@@ -433,7 +434,7 @@ class Corrector:
             trace["scores"] = {}
             found = Found(nbest) if nbest else None
             fixed = self.correct_round([out[i] for i in todo], progress if round_ == 0 else None, memo,
-                                       level, trace["scores"], found)
+                                       level, trace["scores"], found, [written[i] for i in todo])
             if found is not None:
                 trace.setdefault("nbest", {}).update((todo[k], h) for k, h in found.units.items())
             out, changed = list(out), []  # a new list: the one yielded before stays as it was
@@ -447,12 +448,13 @@ class Corrector:
 
     def correct_round(self, units: Sequence[str], progress: Callable[[int], None] | None = None,
                       memo: dict | None = None, level: Level | None = None, scores: dict | None = None,
-                      found: Found | None = None) -> list[str]:
+                      found: Found | None = None, written: Sequence[str] | None = None) -> list[str]:
         """One round over ``units``: each tokenized once and decoded, its output's edits found
         once, then judged by the checks and rescoring in turn, each undoing those it finds wrong.
         A unit some model cannot read whole (one character that NFKC makes many tokens) stays.
         ``level``: the copy penalty of the decode and rescoring's margin; ``scores``: gets
-        rescoring's scores by (source, target) text; ``found``: each unit's hypotheses (beam search)."""
+        rescoring's scores by (source, target) text; ``found``: each unit's hypotheses (beam search);
+        ``written``: the units as written, before spelling (``check``)."""
         level = self.level_of(None) if level is None else level
         encoded, order = self.tokenize(units, memo)
         known = rescoring.Known()  # the decode's own scores: rescoring reads them, no forced pass
@@ -460,7 +462,7 @@ class Corrector:
         with self.timings("edits"):
             changes = {i: Correction.of(units[i], text) for i, text in changes.items()}
         with self.timings("guard"):
-            changes = {i: self.check(c, encoded[i]) for i, c in changes.items()}
+            changes = {i: self.check(c, encoded[i], written[i] if written else None) for i, c in changes.items()}
         if self.rescore:  # the output model undoes the edits it scores lower than their absence
             with self.timings("rescore"):
                 changed = [i for i in order if changes[i].edits]
@@ -530,10 +532,11 @@ class Corrector:
                                        [h.score for h in best])) for e, best in zip(encoded, stats.hypotheses)]
             return mode.render(self.bundle, encoded, outputs)
 
-    def check(self, c: Correction, encoded: Encoded) -> Correction:
+    def check(self, c: Correction, encoded: Encoded, written: str | None = None) -> Correction:
         """The checks after the model on one unit's correction (``encoded``: what the model read):
         no edit of what it cannot read, the guard (counted in ``guarded``), and with the spelling
-        step no made-up words (counted in ``unreal``)."""
+        step no made-up words (counted in ``unreal``) and no word removed that the writer
+        misspelt (``keep_respelled``; ``written``: the unit as written, before spelling)."""
         prefix = len(encoded.text) - len(c.input)  # offsets in the unit: the prefix is not in it
         c = keep_unreadable(c, {k - prefix for k in unreadable(self.tokenizer, encoded)})
         guarded = guard(c, self.max_edit_words)
@@ -542,7 +545,7 @@ class Corrector:
             return guarded
         checked = real_words(guarded, load_speller().knows)  # the spelling step's dictionary
         self.unreal += checked.output != guarded.output
-        return checked
+        return keep_respelled(checked, c.input if written is None else written, load_speller().misspelt)
 
     def scorer(self, known: rescoring.Known | None = None) -> rescoring.Scorer:
         """Rescoring's scorer: the output model's, as its mode gives it (``known``: a T5 decode's own

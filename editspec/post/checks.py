@@ -6,6 +6,10 @@ taking a unit's ``Correction`` (its edits found once) and giving what it leaves 
                 sentence is kept as written
     real_words  "The beef was good." -> "The beingef was good.": "beingef" is a word neither the
                 source holds nor a dictionary knows, so that edit is undone
+    keep_respelled
+                "Hello wrold, how are you?" -> (spelling) "Hello world, how are you?" -> (model)
+                "Hello, how are you?": the writer's "wrold" was a misspelling of a real word, so
+                the edit that removes its word is undone
     keep_unreadable
                 "こんにちは世界 Everything was dark." -> "こんにちは界 Everything was dark.": the
                 edit's word holds characters the model reads as <unk>, so it is undone; and
@@ -17,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Collection
 
-from editspec.post.diff import Correction, edit_size, output_starts
+from editspec.post.diff import Correction, diff, edit_size, output_starts
 
 
 def guard(c: Correction, max_edit_words: int) -> Correction:
@@ -84,6 +88,40 @@ def _parts(word: str) -> list[str]:
     """The words ``word`` joins, in lower case, without a possessive: "Lunds'" -> "lunds";
     "Well-known" -> "well", "known"."""
     return [p for p in POSSESSIVE.sub("", _lower(word)).split("-") if p]
+
+
+def keep_respelled(c: Correction, written: str, misspelt: Callable[[str], bool]) -> Correction:
+    """``c`` with each edit undone that removes a word the writer wrote misspelt: a word of
+    ``c.input`` that the spelling step respelled from ``written`` (the unit as written: "wrold" ->
+    "world"), or one left as written that ``misspelt`` says is a misspelling of a real word (its
+    dictionary has candidates for it: spelling off, or a capitalised word it leaves).
+
+    The writer meant a word there; the model deleting it loses what they said (W&I dev, FCE test:
+    reports/models.md, "Removed words"). An edit removes a word when its correction holds fewer
+    words than its original and not that word; a replacement of it ("world" -> "earth") is the
+    model's to make.
+    """
+    protected = _respelled(written, c.input, misspelt)
+    kept = []
+    for e in c.edits:
+        words = [(m.start() + e.start, m.end() + e.start, m.group()) for m in LETTER_WORD.finditer(e.original)]
+        left = {_lower(w) for w in LETTER_WORD.findall(e.correction)}
+        removes = len(left) < len(words) and any(
+            _lower(w) not in left and ((a, b) in protected or misspelt(w)) for a, b, w in words)
+        if not removes:
+            kept.append(e)
+    return c.keep(kept)
+
+
+def _respelled(written: str, spelled: str, misspelt: Callable[[str], bool]) -> set[tuple[int, int]]:
+    """The spans in ``spelled`` of the ``LETTER_WORD`` that replace a misspelt word of ``written``."""
+    if written == spelled:
+        return set()
+    spans = set()
+    for e, start in zip(diff(written, spelled), output_starts(diff(written, spelled))):
+        if any(misspelt(w) for w in LETTER_WORD.findall(e.original)):
+            spans.update((start + m.start(), start + m.end()) for m in LETTER_WORD.finditer(e.correction))
+    return spans
 
 
 def keep_unreadable(c: Correction, unreadable: Collection[int]) -> Correction:
