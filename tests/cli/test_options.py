@@ -3,6 +3,7 @@
 lines, a loading line and a summary line; the API's typed edits."""
 
 import argparse
+import json
 import sys
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from editspec import __version__, cli
 from editspec.cli import correct as correct_cli
 from editspec.corrector import Corrector
+from editspec.errors import EditspecError
 from editspec.data import m2
 from editspec.post import error_types
 from editspec.data.tokenized import tokenize_for_errant
@@ -119,3 +121,39 @@ def test_count_lines(tmp_path):
         path.write_bytes(data)
         assert correct_cli._count_lines(str(path)) == n
     assert correct_cli._count_lines("-") is None  # stdin: no total
+
+
+def test_output_naming_the_input_is_refused_without_in_place(tmp_path, capsys, monkeypatch):
+    """Issue 78: -o naming the input (or a link to it) is one line of error before the models
+    load, and the input is as it was; --in-place is only for a file."""
+    monkeypatch.setattr(Corrector, "from_pretrained", lambda *a, **k: pytest.fail("a model loaded"))
+    src = tmp_path / "in.txt"
+    src.write_text("He go home.\n")
+    (tmp_path / "link.txt").symlink_to(src)
+    for output in (str(src), str(tmp_path / "link.txt"), str(tmp_path / "." / "in.txt")):
+        assert cli.main(["correct", str(src), "-o", output]) == 2
+        err = capsys.readouterr().err
+        assert err == f"editspec: error: -o {output} is the input file: add --in-place to replace it with its correction\n"
+    for argv in (["--text", "x", "--in-place"], ["-", "--in-place"], [str(src), "--in-place", "-o", str(tmp_path / "o")],
+                 [str(tmp_path), "--in-place"]):
+        assert cli.main(["correct", *argv]) == 2 and capsys.readouterr().err.count("\n") == 1
+    assert src.read_text() == "He go home.\n"
+
+
+def test_in_place_replaces_the_input_only_once_complete(models, tmp_path, capsys, monkeypatch):
+    src = tmp_path / "in.txt"
+    src.write_text("He go home.\nShe like it.\n")
+    model = ["--model", str(models / "identity"), "--no-progress", "--format", "jsonl"]
+    assert cli.main(["correct", str(src), "--in-place", *model]) == 0
+    assert [json.loads(line)["input"] for line in src.read_text().splitlines()] == ["He go home.", "She like it."]
+    src.write_text("He go home.\n")
+    assert cli.main(["correct", str(src), "-o", str(src), "--in-place", *model]) == 0
+    assert json.loads(src.read_text())["output"] == "He go home."
+
+    def fail(*a, **k):
+        raise EditspecError("the model failed")
+
+    monkeypatch.setattr(Corrector, "correct_detailed", fail)
+    src.write_text("He go home.\n")
+    assert cli.main(["correct", str(src), "--in-place", *model]) == 2
+    assert src.read_text() == "He go home.\n" and sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
