@@ -232,7 +232,8 @@ def summary(args, n: int, unit: str, changed: int, started: float, extra: str = 
         return
     seconds = time.perf_counter() - started
     rate = f", {n / seconds:.1f} {unit}/s" if seconds > 0 and n else ""
-    print(f"editspec: {n:,} {unit} read, {changed:,} changed{extra}, {seconds:.1f} s{rate}", file=sys.stderr)
+    counted = unit[:-1] if n == 1 and unit.endswith("s") else unit  # "1 line read"
+    print(f"editspec: {n:,} {counted} read, {changed:,} changed{extra}, {seconds:.1f} s{rate}", file=sys.stderr)
 
 
 # -- text lines --

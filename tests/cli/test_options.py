@@ -157,3 +157,46 @@ def test_in_place_replaces_the_input_only_once_complete(models, tmp_path, capsys
     src.write_text("He go home.\n")
     assert cli.main(["correct", str(src), "--in-place", *model]) == 2
     assert src.read_text() == "He go home.\n" and sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+def test_help_is_plain_text_and_a_bare_command_shows_its_usage(capsys):
+    """Issue 78: no reST markup in any help text; a bare ``editspec`` prints its usage line."""
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for text in [parser.format_help(), *(p.format_help() for p in sub.choices.values())]:
+        assert "``" not in text
+    assert cli.main([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: editspec [-h]") and "{correct,data,eval,profile,serve}" in err
+    assert err.endswith("editspec: give a command (editspec --help: what each does)\n")
+
+
+def test_one_line_read_is_singular(models, capsysbinary):
+    assert cli.main(["correct", "--text", "He go home.", "--model", str(models / "identity")]) == 0
+    assert b"editspec: 1 line read, 0 changed" in capsysbinary.readouterr().err
+
+
+def test_building_the_spelling_index_says_what_it_does_and_that_it_is_once(tmp_path, monkeypatch, capsys):
+    """The first run's index build (seconds) is said on stderr, and not with --no-progress."""
+    from symspellpy import SymSpell
+
+    from editspec.pre import lexicon
+
+    def tiny() -> SymSpell:
+        symspell = SymSpell(max_dictionary_edit_distance=2)
+        symspell.create_dictionary_entry("world", 10)
+        return symspell
+
+    monkeypatch.setattr(lexicon, "build_symspell", tiny)
+    monkeypatch.setattr(lexicon, "zipf_table", lambda: iter([("world", 5.9)]))
+    try:
+        cli.say_progress(True)
+        lexicon.build(tmp_path / "a" / "index.sqlite")
+        err = capsys.readouterr().err
+        assert f"editspec: building the spelling index in {tmp_path / 'a'} (once: later runs open it" in err
+        assert "editspec: spelling index built in" in err
+        cli.say_progress(False)
+        lexicon.build(tmp_path / "b" / "index.sqlite")
+        assert capsys.readouterr().err == ""
+    finally:
+        cli.say_progress(False)
