@@ -76,7 +76,7 @@ from editspec.nbest import alternatives as other_spans
 from editspec.post import error_types
 from editspec.pre import segment
 from editspec.post.diff import Correction, apply
-from editspec.post.checks import guard, keep_respelled, keep_unreadable, real_words
+from editspec.post.checks import guard, keep_content_words, keep_respelled, keep_unreadable, real_words
 from editspec.pre.spelling import load_speller, respell_all
 from editspec.timing import OFF
 from editspec.tokenization.tokens import Encoded, encode, unreadable
@@ -534,11 +534,12 @@ class Corrector:
 
     def check(self, c: Correction, encoded: Encoded, written: str | None = None) -> Correction:
         """The checks after the model on one unit's correction (``encoded``: what the model read):
-        no edit of what it cannot read, the guard (counted in ``guarded``), and with the spelling
+        no edit of what it cannot read, no content word deleted, the guard (counted in ``guarded``), and with the spelling
         step no made-up words (counted in ``unreal``) and no word removed that the writer
         misspelt (``keep_respelled``; ``written``: the unit as written, before spelling)."""
         prefix = len(encoded.text) - len(c.input)  # offsets in the unit: the prefix is not in it
         c = keep_unreadable(c, {k - prefix for k in unreadable(self.tokenizer, encoded)})
+        c = keep_content_words(c)  # no noun, verb, adjective or adverb deleted
         guarded = guard(c, self.max_edit_words)
         self.guarded += guarded.output != c.output
         if not self.spelling:
