@@ -23,6 +23,7 @@ taking a unit's ``Correction`` (its edits found once) and giving what it leaves 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Callable, Collection
 
 from editspec.post.diff import Correction, diff, edit_size, output_starts
@@ -106,7 +107,7 @@ def keep_respelled(c: Correction, written: str, misspelt: Callable[[str], bool])
     model's to make.
     """
     protected = _respelled(written, c.input, misspelt)
-    return c.keep([e for e in c.edits if not any((a, b) in protected or misspelt(w) for a, b, w in _removed(e))])
+    return c.keep([e for e in c.edits if not any((a, b) in protected or misspelt(w) for a, b, w in _removed(e, c))])
 
 
 # English's closed word classes (Universal Dependencies' DET, PRON, ADP, CCONJ, SCONJ, PART; not
@@ -132,15 +133,23 @@ def keep_content_words(c: Correction) -> Correction:
     deletions of function words were right about half the time (U:DET 11 of 23, U:PREP 5 of 9):
     reports/models.md, "Removed words". A rewrite of the word ("world" -> "earth") is not judged.
     """
-    return c.keep([e for e in c.edits if not any(_lower(w) not in FUNCTION_WORDS for _, _, w in _removed(e))])
+    return c.keep([e for e in c.edits if not any(_lower(w) not in FUNCTION_WORDS for _, _, w in _removed(e, c))])
 
 
-def _removed(e) -> list[tuple[int, int, str]]:
+def _removed(e, c: Correction) -> list[tuple[int, int, str]]:
     """The ``LETTER_WORD`` of ``e``'s original (input offsets, text) that ``e`` removes: its
-    correction holds fewer words, and not that one."""
+    correction holds fewer words, and not that one, and the output holds it fewer times than the
+    input (a word moved, "the music of Rock" -> "rock music", is not removed)."""
     words = [(m.start() + e.start, m.end() + e.start, m.group()) for m in LETTER_WORD.finditer(e.original)]
     left = {_lower(w) for w in LETTER_WORD.findall(e.correction)}
-    return [(a, b, w) for a, b, w in words if _lower(w) not in left] if len(left) < len(words) else []
+    if len(left) >= len(words):
+        return []
+    gone = [(a, b, w) for a, b, w in words if _lower(w) not in left]
+    if not gone:
+        return []
+    before = Counter(_lower(w) for w in LETTER_WORD.findall(c.input))
+    after = Counter(_lower(w) for w in LETTER_WORD.findall(c.output))
+    return [(a, b, w) for a, b, w in gone if after[_lower(w)] < before[_lower(w)]]
 
 
 def _respelled(written: str, spelled: str, misspelt: Callable[[str], bool]) -> set[tuple[int, int]]:

@@ -79,3 +79,20 @@ def test_removing_a_word_written_right_is_the_models_to_make():
         assert keep_respelled(Correction.of(written, output), written, misspelt).output == output
     # a word the spelling step only capitalised was not misspelt
     assert keep_respelled(Correction.of("On Monday we go.", "We go."), "on monday we go.", misspelt).output == "We go."
+
+
+def test_no_content_word_is_deleted_but_function_words_may_be():
+    from editspec.post.checks import keep_content_words
+
+    for source, output, kept in [
+        ("Can you tell me where is the park?", "Can you tell me where the park?", "Can you tell me where is the park?"),
+        ("My father has worked here for 27 years.", "My father worked here for 27 years.",
+         "My father has worked here for 27 years."),
+        ("It was very nice and he go home.", "It was nice and he goes home.", "It was very nice and he goes home."),
+        ("Hello world, how are you?", "Hello, how are you?", "Hello world, how are you?"),
+        ("I like the music of Rock.", "I like rock music.", "I like rock music."),  # rewrites: not judged
+        ("He is interesting in the the music.", "He is interested in the music.", "He is interested in the music."),
+        ("I went to the home.", "I went home.", "I went home."),  # function words: the model's to delete
+        ("We discussed about it.", "We discussed it.", "We discussed it."),
+    ]:
+        assert keep_content_words(Correction.of(source, output)).output == kept, source
