@@ -313,18 +313,19 @@ class Corrector:
         scored: list[Correction | None] = [None] * len(units)
         if detailed or settings.min_confidence > 0:
             with self.timings("confidence"):
-                scored = self.confidences(units, trace.get("spelled", units), outputs, trace.get("scores"))
+                scored = self.confidences(units, trace.get("spelled", units), outputs, trace.get("scores"), settings)
                 if settings.min_confidence > 0:
                     outputs, scored = self.keep_sure(units, outputs, scored, settings.min_confidence)
         with self.timings("rejoin"):
             return segment.rejoin_lines(texts, spans, outputs), spans, scored, hyps
 
     def confidences(self, units: Sequence[str], read: Sequence[str], outputs: Sequence[str],
-                    cache: dict | None = None) -> list[Correction | None]:
+                    cache: dict | None = None, level: Level | None = None) -> list[Correction | None]:
         """Each changed unit's correction (from the unit as written) with a confidence on each edit
         (``editspec.confidence``): the output model's margin of the output over the output with
         that edit undone, given ``read`` (the unit as the model read it, after spelling); None for
-        a unit left as written. ``cache``: scores the round's rescoring found already."""
+        a unit left as written. ``cache``: scores the round's rescoring found already; ``level``: its own
+        calibration, where it has one (``Level.confidence``)."""
         score = self._cached(self.scorer(), {} if cache is None else cache)
         plan, rows = [], ([], [])
         for i, (unit, source, output) in enumerate(zip(units, read, outputs)):
@@ -337,7 +338,8 @@ class Corrector:
         for at in range(0, len(rows[1]), rescoring.GROUP):
             scores += self._score_each(score, rows[0][at:at + rescoring.GROUP], rows[1][at:at + rescoring.GROUP])
         out: list[Correction | None] = [None] * len(units)
-        calibrate = self.calibration
+        calibrate = confidence.Calibration.of(level.confidence) if level is not None and level.confidence \
+            else self.calibration
         for i, c, at, n in plan:
             out[i] = confidence.with_confidence(c, [calibrate(m) for m in confidence.margins(scores[at:at + n])])
         return out

@@ -90,6 +90,22 @@ def test_keep_sure_leaves_unsure_edits_as_written(shipped):
     assert 0 < len(kept) < sum(len(c.edits) for c in plain)
 
 
+def test_a_level_s_own_calibration_gives_its_edits_confidences(shipped):
+    """Issue 78: a level with a calibration of its own (``Level.confidence``) maps its edits'
+    margins through it; the default level keeps the model's."""
+    saved = shipped.levels
+    shipped.levels = {**saved, "picky": {**saved["picky"], "confidence": [[-5.0, 0.0625], [5.0, 0.0625]]}}
+    try:
+        picky = shipped.correct_detailed(SENTENCES, level="picky")
+        default = shipped.correct_detailed(SENTENCES)
+    finally:
+        shipped.levels = saved
+    assert {e.confidence for c in picky for e in c.edits} == {0.0625}
+    assert 0.0625 not in {e.confidence for c in default for e in c.edits}
+    with pytest.raises(EditspecError, match="level picky: confidence must be"):
+        CorrectorConfig(levels={"picky": {"confidence": [[1.0, 0.5], [0.0, 0.6]]}})
+
+
 def shipped_model_dir():
     from editspec.modeling import loading
     return loading.DEFAULT_MODEL
