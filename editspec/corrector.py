@@ -284,7 +284,8 @@ class Corrector:
                 changed = [n for n, c in enumerate(corrections) if c.edits]
                 hypotheses = ([lines[n] for n in changed] if nbest else
                               line_hypotheses(self, [texts[n] for n in changed], ALTERNATIVES))
-                for n, c in zip(changed, other_spans([corrections[n] for n in changed], hypotheses, alternatives)):
+                real = load_speller().knows  # alternatives in real words (the spelling step's dictionary)
+                for n, c in zip(changed, other_spans([corrections[n] for n in changed], hypotheses, alternatives, real)):
                     corrections[n] = c
         if not types:
             return corrections

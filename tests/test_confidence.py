@@ -178,6 +178,14 @@ def test_alternatives_come_from_the_n_best_at_the_edit_s_span(shipped):
     [got] = alternatives([c], [[("I went home.", 0), ("I go home now.", -1), ("I goes home.", -2),
                                 ("I going going home.", -3), ("I will go home.", -4)]])
     assert got.edits[0].alternatives == ("goes",)
+    # issue 78: in real words, with the spelling step's dictionary
+    from editspec.pre.spelling import load_speller
+
+    c = Correction("See you tomorow.", "See you tomorrow.", [Edit(8, 15, "tomorow", "tomorrow")])
+    hyps = [[("See you tomorrow.", 0), ("See you to themorow.", -1), ("See you ofmorow.", -2),
+             ("See you tomorow.", -3), ("See you today.", -4)]]
+    assert alternatives([c], hyps)[0].edits[0].alternatives == ("to themorow", "ofmorow")
+    assert alternatives([c], hyps, knows=load_speller().knows)[0].edits[0].alternatives == ("today",)
 
 
 def test_jsonl_confidence_whole_words_and_alternatives_only_when_asked(capsys, tmp_path):
