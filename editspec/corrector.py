@@ -537,14 +537,14 @@ class Corrector:
 
     def check(self, c: Correction, encoded: Encoded, written: str | None = None) -> Correction:
         """The checks after the model on one unit's correction (``encoded``: what the model read):
-        no edit of what it cannot read, no content word deleted, the guard (counted in ``guarded``), and with the spelling
-        step no made-up words (counted in ``unreal``) and no word removed that the writer
+        no edit of what it cannot read, the guard (counted in ``guarded``), no content word deleted,
+        and with the spelling step no made-up words (counted in ``unreal``) and no word removed that the writer
         misspelt (``keep_respelled``; ``written``: the unit as written, before spelling)."""
         prefix = len(encoded.text) - len(c.input)  # offsets in the unit: the prefix is not in it
         c = keep_unreadable(c, {k - prefix for k in unreadable(self.tokenizer, encoded)})
-        c = keep_content_words(c)  # no noun, verb, adjective or adverb deleted
         guarded = guard(c, self.max_edit_words)
         self.guarded += guarded.output != c.output
+        guarded = keep_content_words(guarded)  # after the guard, which judges the model's own edits
         if not self.spelling:
             return guarded
         checked = real_words(guarded, load_speller().knows)  # the spelling step's dictionary
