@@ -45,6 +45,9 @@ def decode(args) -> None:
         corrector.levels = {**corrector.levels, **json.loads(args.levels)}
         corrector.level_of(args.level)
     corrector.calibrations = {corrector.output_kind: [PROBE, 0.0]}
+    # a level's own calibration and threshold would hide the probe: the margins of all its edits
+    corrector.levels = {name: {k: v for k, v in values.items() if k not in ("confidence", "min_confidence")}
+                        for name, values in corrector.levels.items()}
     found = {}
 
     def run(texts):
