@@ -285,7 +285,8 @@ class Corrector:
                 hypotheses = ([lines[n] for n in changed] if nbest else
                               line_hypotheses(self, [texts[n] for n in changed], ALTERNATIVES))
                 real = load_speller().knows  # alternatives in real words (the spelling step's dictionary)
-                for n, c in zip(changed, other_spans([corrections[n] for n in changed], hypotheses, alternatives, real)):
+                found = other_spans([corrections[n] for n in changed], hypotheses, alternatives, real)
+                for n, c in zip(changed, found):
                     corrections[n] = c
         if not types:
             return corrections
@@ -538,8 +539,8 @@ class Corrector:
     def check(self, c: Correction, encoded: Encoded, written: str | None = None) -> Correction:
         """The checks after the model on one unit's correction (``encoded``: what the model read):
         no edit of what it cannot read, the guard (counted in ``guarded``), no content word deleted,
-        and with the spelling step no made-up words (counted in ``unreal``) and no word removed that the writer
-        misspelt (``keep_respelled``; ``written``: the unit as written, before spelling)."""
+        and with the spelling step no made-up words (counted in ``unreal``) and no word removed that
+        the writer misspelt (``keep_respelled``; ``written``: the unit as written, before spelling)."""
         prefix = len(encoded.text) - len(c.input)  # offsets in the unit: the prefix is not in it
         c = keep_unreadable(c, {k - prefix for k in unreadable(self.tokenizer, encoded)})
         guarded = guard(c, self.max_edit_words)
