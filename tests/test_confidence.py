@@ -94,7 +94,8 @@ def test_a_level_s_own_calibration_gives_its_edits_confidences(shipped):
     """Issue 78: a level with a calibration of its own (``Level.confidence``) maps its edits'
     margins through it; the default level keeps the model's."""
     saved = shipped.levels
-    shipped.levels = {**saved, "picky": {**saved["picky"], "confidence": [[-5.0, 0.0625], [5.0, 0.0625]]}}
+    own = {"confidence": [[-5.0, 0.0625], [5.0, 0.0625]], "min_confidence": 0.0}
+    shipped.levels = {**saved, "picky": {**saved["picky"], **own}}
     try:
         picky = shipped.correct_detailed(SENTENCES, level="picky")
         default = shipped.correct_detailed(SENTENCES)
