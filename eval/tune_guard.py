@@ -3,7 +3,7 @@
     python -m eval.tune_guard editspec/models/default --m2 ../shared/data/fce/fce.dev.gold.bea19.m2 \
         [--mode speculative] [--limits 0 1 2 3 4 5 6 8 10] [--write]
 
-The guard (``editspec.corrector.guard``) keeps a sentence as written when the model's output
+The guard (``editspec.post.checks.guard``) keeps a sentence as written when the model's output
 rewrites more than N words in one edit: a small model that loses its place repeats a phrase or
 skips half the sentence, and its other edits in that sentence are then unreliable too. This
 script corrects the dev set's sentence units once without the guard, then applies it for each N

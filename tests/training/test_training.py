@@ -536,7 +536,7 @@ def test_dev_scoring_decodes_as_the_corrector(tokenizer):
         # here, so that the two paths are compared on text the models rewrote
         with mock.patch("training.dev.DECODE_ROWS", 3), \
                 mock.patch.object(sentencizer, "load", side_effect=AssertionError("segmented")), \
-                mock.patch("editspec.corrector.keep_content_words", lambda c: c):
+                mock.patch("editspec.steps.keep_content_words", lambda c: c):
             got = correct_fn_for(model, models.ModelKind(kind), tokenizer, 30)(sources)
             assert got == corrector.correct_units(sources) and got[-1] == sources[-1]
         # random models rewrite; a unit with a character the tokenizer cannot
