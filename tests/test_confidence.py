@@ -93,14 +93,14 @@ def test_keep_sure_leaves_unsure_edits_as_written(shipped):
 def test_a_level_s_own_calibration_gives_its_edits_confidences(shipped):
     """Issue 78: a level with a calibration of its own (``Level.confidence``) maps its edits'
     margins through it; the default level keeps the model's."""
-    saved = shipped.levels
+    saved = shipped.config
     own = {"confidence": [[-5.0, 0.0625], [5.0, 0.0625]], "min_confidence": 0.0}
-    shipped.levels = {**saved, "picky": {**saved["picky"], **own}}
+    shipped.config = saved.replace(levels={**saved.levels, "picky": {**saved.levels["picky"], **own}})
     try:
         picky = shipped.correct_detailed(SENTENCES, level="picky")
         default = shipped.correct_detailed(SENTENCES)
     finally:
-        shipped.levels = saved
+        shipped.config = saved
     assert {e.confidence for c in picky for e in c.edits} == {0.0625}
     assert 0.0625 not in {e.confidence for c in default for e in c.edits}
     with pytest.raises(EditspecError, match="level picky: confidence must be"):
