@@ -30,6 +30,18 @@ QUANTIZATIONS = ("int8",)  # --quantize (editspec.modeling.quantization)
 LEVELS = ("default", "picky")  # LanguageTool's level parameter; --level
 
 
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _calibration(value) -> bool:
+    """``value`` is a calibration's knots: [[margin, confidence], ...], margins rising, confidences
+    in [0, 1] not falling (``confidence.Calibration``)."""
+    return isinstance(value, (list, tuple)) and len(value) > 0 and all(
+        isinstance(k, (list, tuple)) and len(k) == 2 and all(map(_number, k)) and 0 <= k[1] <= 1 for k in value) and all(
+        a[0] < b[0] and a[1] <= b[1] for a, b in zip(value, value[1:]))
+
+
 @dataclass(frozen=True)
 class Level:
     """What a level changes (``CorrectorConfig.levels``; all 0: the bundle's plain settings).
@@ -40,14 +52,21 @@ class Level:
     rescore_margin   rescoring keeps an edit that costs up to this many nats of log P (0: only
                      edits that do not lower it)
     min_confidence   an edit less sure than this is left as written (``editspec.confidence``)
+    confidence       this level's own calibration of the output model's margins, [[margin,
+                     confidence], ...] (as ``CorrectorConfig.confidence``'s): a level that keeps
+                     edits of lower margins is fitted on its own edits; none: the model's
     """
 
     name: str = "default"
     copy_penalty: float = 0.0
     rescore_margin: float = 0.0
     min_confidence: float = 0.0
+    confidence: list | tuple = ()
 
     def __post_init__(self) -> None:
+        if self.confidence and not _calibration(self.confidence):
+            raise EditspecError(f"level {self.name}: confidence must be [[margin, confidence], ...] "
+                                f"(margins rising, confidences in [0, 1] not falling)")
         for key in ("copy_penalty", "rescore_margin", "min_confidence"):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
@@ -112,13 +131,9 @@ class CorrectorConfig:
                 Level(name, **values)
             except TypeError as e:
                 raise EditspecError(f"levels.{name}: {e}") from None
-        number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
         for kind, value in self.confidence.items():
-            pair = isinstance(value, list) and len(value) == 2 and all(map(number, value))
-            knots = isinstance(value, list) and len(value) > 0 and all(
-                isinstance(k, list) and len(k) == 2 and all(map(number, k)) and 0 <= k[1] <= 1 for k in value) and all(
-                a[0] < b[0] and a[1] <= b[1] for a, b in zip(value, value[1:]))
-            if kind not in ("t5", "edit5") or not (pair or knots):
+            pair = isinstance(value, list) and len(value) == 2 and all(map(_number, value))
+            if kind not in ("t5", "edit5") or not (pair or _calibration(value)):
                 raise EditspecError(f"confidence.{kind} must be [scale, bias] or [[margin, confidence], ...] "
                                     f"(margins rising, confidences in [0, 1] not falling) of the t5 or edit5 model")
         self.level_settings(self.level)

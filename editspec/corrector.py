@@ -175,7 +175,7 @@ class Corrector(Steps):
         outputs, scored = [u.output for u in units], [None] * len(units)
         if detailed or settings.min_confidence > 0:
             with self.timings("confidence"):
-                scored = confidence.score_units(units, outputs, self.scorer(), self.calibration)
+                scored = confidence.score_units(units, outputs, self.scorer(), self.calibration_of(settings))
                 if settings.min_confidence > 0:
                     outputs, scored = confidence.keep_sure(written, outputs, scored, settings.min_confidence)
         made: list[Correction | None] = [None] * len(units)
@@ -261,7 +261,7 @@ class Corrector(Steps):
         with self.timings("edits"):
             changes = {i: Correction.of(texts[i], text) for i, (text, _) in decoded.items()}
         with self.timings("guard"):
-            changes = {i: self.check(c, encoded[i]) for i, c in changes.items()}
+            changes = {i: self.check(c, encoded[i], units[i].text) for i, c in changes.items()}
         scores: dict[int, dict] = {}
         if self.config.rescore:  # the output model undoes the edits it scores lower than their absence
             with self.timings("rescore"):

@@ -19,9 +19,10 @@ search of ``ALTERNATIVES`` beams on the units it changed (``Corrector.correct_ro
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Sequence
+from typing import Callable, Sequence
 
 from editspec.chain import Hyps, Unit
+from editspec.post.checks import made_up_words
 from editspec.post.diff import Correction, Edit, apply, diff
 from editspec.pre import segment
 
@@ -44,12 +45,14 @@ ALTERNATIVES = 4  # beams whose n-best gives an edit's alternatives
 
 
 def alternatives(corrections: Sequence[Correction], hypotheses: Sequence[Sequence[tuple[str, float]]],
-                 limit: int = 2) -> list[Correction]:
+                 limit: int = 2, knows: Callable[[str], bool] | None = None) -> list[Correction]:
     """Each edit with up to ``limit`` other replacements of its span, best first: the n-best
     hypotheses (``Unit.hypotheses``) whose edits there (whole words, ``diff(words=True)``) lie
     within the edit's span and write something else there than the edit and than the text as
-    written (``_plausible``). A hypothesis that changes more than the span, or leaves it as
-    written, gives none."""
+    written (``_plausible``), in real words: with ``knows`` (the spelling step's dictionary), none
+    that writes a word neither the span holds nor ``knows`` knows ("to themorow", "ofmorow" for
+    "tomorow"; ``post.checks.made_up_words``). A hypothesis that changes more than the span, or
+    leaves it as written, gives none."""
     out = []
     for c, hyps in zip(corrections, hypotheses):
         found = [diff(c.input, text, words=True) for text, _ in hyps]
@@ -62,7 +65,8 @@ def alternatives(corrections: Sequence[Correction], hypotheses: Sequence[Sequenc
                     continue
                 region = apply(c.input[e.start:e.end], [replace(x, start=x.start - e.start, end=x.end - e.start)
                                                         for x in near])
-                if region not in (e.correction, e.original) and region not in alts and _plausible(region, e):
+                if region not in (e.correction, e.original) and region not in alts and _plausible(region, e) and \
+                        not (knows and made_up_words(e.original, region, knows)):
                     alts.append(region)
             edits.append(replace(e, alternatives=tuple(alts[:limit])))
         out.append(replace(c, edits=edits))  # its other fields (``nbest``) kept

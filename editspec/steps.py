@@ -12,12 +12,12 @@ import torch
 from editspec import confidence
 from editspec.bundle import Bundle
 from editspec.chain import Hyps, Unit
-from editspec.config import CorrectorConfig
+from editspec.config import CorrectorConfig, Level
 from editspec.decoding import drafters, rescoring
 from editspec.decoding.beam import BeamSettings
 from editspec.decoding.runners import RUNNERS, T5, DecodeRequest, Edit5Runner, T5Runner, beam_settings
 from editspec.modeling.loading import trained_length
-from editspec.post.checks import guard, keep_unreadable, real_words
+from editspec.post.checks import guard, keep_content_words, keep_respelled, keep_unreadable, real_words
 from editspec.nbest import alternatives as other_spans
 from editspec.post.diff import Correction, Edit
 from editspec.pre.spelling import load_speller
@@ -64,6 +64,11 @@ class Steps:
     def calibration(self) -> confidence.Calibration:
         """How the output model's margins become confidences (``editspec.confidence``)."""
         return confidence.Calibration.of(self.config.confidence.get(self.output_kind))
+
+    def calibration_of(self, level: Level) -> confidence.Calibration:
+        """``level``'s own calibration where it has one (``Level.confidence``: picky's edits are
+        fitted apart), else the output model's."""
+        return confidence.Calibration.of(level.confidence) if level.confidence else self.calibration
 
     @property
     def device(self) -> torch.device:
@@ -162,19 +167,21 @@ class Steps:
         return [tuple(zip(self._mode.render(self.bundle, [e] * len(best), [h.ids for h in best]),
                           [h.score for h in best])) for e, best in zip(encoded, hypotheses)]
 
-    def check(self, c: Correction, encoded: Encoded) -> Correction:
+    def check(self, c: Correction, encoded: Encoded, written: str | None = None) -> Correction:
         """The checks after the model on one unit's correction (``encoded``: what the model read):
-        no edit of what it cannot read, the guard (counted in ``guarded``), and with the spelling
-        step no made-up words (counted in ``unreal``)."""
+        no edit of what it cannot read, the guard (counted in ``guarded``), no content word deleted,
+        and with the spelling step no made-up words (counted in ``unreal``) and no word removed that
+        the writer misspelt (``keep_respelled``; ``written``: the unit as written, before spelling)."""
         prefix = len(encoded.text) - len(c.input)  # offsets in the unit: the prefix is not in it
         c = keep_unreadable(c, {k - prefix for k in unreadable(self.tokenizer, encoded)})
         guarded = guard(c, self.config.max_edit_words)
         self.guarded += guarded.output != c.output
+        guarded = keep_content_words(guarded)  # after the guard, which judges the model's own edits
         if not self.config.spelling:
             return guarded
         checked = real_words(guarded, load_speller().knows)  # the spelling step's dictionary
         self.unreal += checked.output != guarded.output
-        return checked
+        return keep_respelled(checked, c.input if written is None else written, load_speller().misspelt)
 
     def scorer(self, known: rescoring.Known | None = None) -> rescoring.Scorer:
         """Rescoring's scorer: the output model's, as its mode gives it (``known``: a T5 decode's own
@@ -204,5 +211,5 @@ class Steps:
         shown = Correction.shown(unit.text, output)
         shown = replace(shown, edits=confidence.spread(shown.edits, [(0, e) for e in scored.edits] if scored else []))
         if alternatives:
-            shown = other_spans([shown], [unit.hypotheses], alternatives)[0]
+            shown = other_spans([shown], [unit.hypotheses], alternatives, load_speller().knows)[0]
         return shown.edits

@@ -45,7 +45,10 @@ def decode(args) -> None:
     if args.levels:
         corrector.config = corrector.config.replace(levels={**corrector.config.levels, **json.loads(args.levels)})
         corrector.level_of(args.level)
-    corrector.config = corrector.config.replace(confidence={corrector.output_kind: [PROBE, 0.0]})
+    # a level's own calibration and threshold would hide the probe: the margins of all its edits
+    levels = {name: {k: v for k, v in values.items() if k not in ("confidence", "min_confidence")}
+              for name, values in corrector.config.levels.items()}
+    corrector.config = corrector.config.replace(confidence={corrector.output_kind: [PROBE, 0.0]}, levels=levels)
     found = {}
 
     def run(texts):
@@ -127,19 +130,29 @@ def fit(args) -> None:
         import dataclasses
 
         config = CorrectorConfig.from_pretrained(args.write)
-        config = dataclasses.replace(config, confidence={**config.confidence, args.kind: knots})
+        if args.level:  # a level's own calibration (``Level.confidence``): its edits' margins
+            levels = {**config.levels, args.level: {**config.levels.get(args.level, {}), "confidence": knots}}
+            config = dataclasses.replace(config, levels=levels)
+        else:
+            config = dataclasses.replace(config, confidence={**config.confidence, args.kind: knots})
         print(f"wrote {config.save_pretrained(args.write)}", file=sys.stderr)
 
 
 EDGES = [k / 10 for k in range(11)]
 
 
-def bins(args) -> None:
+def calibration(args) -> Calibration:
+    """The calibration of ``--model``'s ``--kind``, or its level ``--level``'s own where it has one."""
     from editspec.config import CorrectorConfig
 
-    pairs = labels(load(args.cache), args.m2, args.cache)
     config = CorrectorConfig.from_pretrained(args.model)
-    calibrate = Calibration.of(config.confidence.get(args.kind))
+    own = config.level_settings(args.level).confidence if args.level else ()
+    return Calibration.of(own or config.confidence.get(args.kind))
+
+
+def bins(args) -> None:
+    pairs = labels(load(args.cache), args.m2, args.cache)
+    calibrate = calibration(args)
     table = []
     total, ece = len(pairs), 0.0
     for lo, hi in zip(EDGES, EDGES[1:]):
@@ -198,11 +211,10 @@ def pr_plot(curves, out) -> None:
 
 
 def sweep(args) -> None:
-    from editspec.config import CorrectorConfig
     from editspec.evaluation.errant import ErrantEvaluator
 
     rows = load(args.cache)
-    calibrate = Calibration.of(CorrectorConfig.from_pretrained(args.model).confidence.get(args.kind))
+    calibrate = calibration(args)
     evaluator = ErrantEvaluator.from_m2(args.m2, limit=len(rows))
     out = []
     for t in args.thresholds:
@@ -232,6 +244,7 @@ def main() -> None:
         q.add_argument("cache"), q.add_argument("--m2", required=True)
         q.add_argument("--model", default=str(Path(__file__).resolve().parent.parent / "editspec/models/default"))
         q.add_argument("--kind", default="t5")
+        q.add_argument("--level", help="a level's own calibration (fit --write: stored in its levels entry)")
         if name == "fit":
             q.add_argument("--write"), q.add_argument("--group", type=int, default=80)
         if name == "bins":

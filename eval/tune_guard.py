@@ -3,7 +3,7 @@
     python -m eval.tune_guard editspec/models/default --m2 ../shared/data/fce/fce.dev.gold.bea19.m2 \
         [--mode speculative] [--limits 0 1 2 3 4 5 6 8 10] [--write]
 
-The guard (``editspec.corrector.guard``) keeps a sentence as written when the model's output
+The guard (``editspec.post.checks.guard``) keeps a sentence as written when the model's output
 rewrites more than N words in one edit: a small model that loses its place repeats a phrase or
 skips half the sentence, and its other edits in that sentence are then unreliable too. This
 script corrects the dev set's sentence units once without the guard, then applies it for each N
@@ -23,13 +23,15 @@ JFLEG dev reported).
 from __future__ import annotations
 
 import argparse
-from typing import Callable
+import contextlib
+from typing import Callable, Iterator
+from unittest import mock
 
 from editspec.pre import segment
 from editspec.data.corpora import read_m2
 from editspec.corrector import Corrector
 from editspec.post.diff import Correction
-from editspec.post.checks import guard, real_words
+from editspec.post.checks import guard, keep_content_words, real_words
 from editspec.evaluation.errant import ErrantEvaluator
 from editspec.evaluation.whole_set import correct_all
 from editspec.pre.spelling import load_speller, respell_all
@@ -42,9 +44,18 @@ def apply_guard(sources: list[str], spans: list[list[tuple[int, int]]], units: l
     with ``knows`` (the spelling step's dictionary), made-up words are undone after it, likewise."""
     kept = [guard(Correction.of(u, o), limit) for u, o in zip(units, raw)]
     held = sum(k.output != o for k, o in zip(kept, raw))
+    kept = [keep_content_words(k) for k in kept]  # after the guard, as the corrector checks
     if knows is not None:
         kept = [real_words(k, knows) for k in kept]
     return segment.rejoin_lines(sources, spans, [k.output for k in kept]), held
+
+
+@contextlib.contextmanager
+def model_edits() -> Iterator[None]:
+    """A corrector's outputs with the model's own edits, content-word deletions too: the guard
+    judges those, and the checks after it (``keep_content_words``) are ``apply_guard``'s."""
+    with mock.patch("editspec.steps.keep_content_words", lambda c: c):
+        yield
 
 
 def main() -> None:
@@ -64,8 +75,9 @@ def main() -> None:
         units = respell_all(units, segment.places(evaluator.sources, spans))
         corrector.config = corrector.config.replace(spelling=False)
         knows = load_speller().knows
-    raw, seconds = correct_all(corrector.correct_units, units, args.batch_size * 4, progress=True,
-                               desc=corrector.mode)
+    with model_edits():
+        raw, seconds = correct_all(corrector.correct_units, units, args.batch_size * 4, progress=True,
+                                   desc=corrector.mode)
     print(f"{len(evaluator)} sentences, {len(units)} units, mode {corrector.mode}: {seconds:.0f} s")
     gold = [(row["source"], row["target"]) for row in read_m2(args.m2).select(range(len(evaluator)))]
     gold = [(s, t) for s, t in gold if s != t]

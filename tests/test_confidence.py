@@ -93,6 +93,23 @@ def test_keep_sure_leaves_unsure_edits_as_written(shipped):
     assert 0 < len(kept) < sum(len(c.edits) for c in plain)
 
 
+def test_a_level_s_own_calibration_gives_its_edits_confidences(shipped):
+    """Issue 78: a level with a calibration of its own (``Level.confidence``) maps its edits'
+    margins through it; the default level keeps the model's."""
+    saved = shipped.config
+    own = {"confidence": [[-5.0, 0.0625], [5.0, 0.0625]], "min_confidence": 0.0}
+    shipped.config = saved.replace(levels={**saved.levels, "picky": {**saved.levels["picky"], **own}})
+    try:
+        picky = shipped.correct_detailed(SENTENCES, level="picky")
+        default = shipped.correct_detailed(SENTENCES)
+    finally:
+        shipped.config = saved
+    assert {e.confidence for c in picky for e in c.edits} == {0.0625}
+    assert 0.0625 not in {e.confidence for c in default for e in c.edits}
+    with pytest.raises(EditspecError, match="level picky: confidence must be"):
+        CorrectorConfig(levels={"picky": {"confidence": [[1.0, 0.5], [0.0, 0.6]]}})
+
+
 def shipped_model_dir():
     from editspec.modeling import loading
     return loading.DEFAULT_MODEL
@@ -167,6 +184,14 @@ def test_alternatives_come_from_the_n_best_at_the_edit_s_span(shipped):
     [got] = alternatives([c], [[("I went home.", 0), ("I go home now.", -1), ("I goes home.", -2),
                                 ("I going going home.", -3), ("I will go home.", -4)]])
     assert got.edits[0].alternatives == ("goes",)
+    # issue 78: in real words, with the spelling step's dictionary
+    from editspec.pre.spelling import load_speller
+
+    c = Correction("See you tomorow.", "See you tomorrow.", [Edit(8, 15, "tomorow", "tomorrow")])
+    hyps = [[("See you tomorrow.", 0), ("See you to themorow.", -1), ("See you ofmorow.", -2),
+             ("See you tomorow.", -3), ("See you today.", -4)]]
+    assert alternatives([c], hyps)[0].edits[0].alternatives == ("to themorow", "ofmorow")
+    assert alternatives([c], hyps, knows=load_speller().knows)[0].edits[0].alternatives == ("today",)
 
 
 def test_jsonl_confidence_whole_words_and_alternatives_only_when_asked(capsys, tmp_path):

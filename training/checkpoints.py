@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
+from editspec.decoding.budgets import complete_generation
 from training.data_mixture import Position
 
 
@@ -48,6 +49,7 @@ def export(model: torch.nn.Module, tok, dest: Path, info: dict) -> None:
     """``dest``: model + tokenizer + training.json, replaced whole (written beside, then renamed)."""
     tmp = dest.with_name(dest.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
+    complete_generation(model, info.get("max_length"))  # a T5's generate() completes its corrections
     model.save_pretrained(tmp)
     tok.save_pretrained(tmp)
     (tmp / "training.json").write_text(json.dumps(info) + "\n")

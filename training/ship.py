@@ -6,7 +6,9 @@
 
 bf16 halves the size (the issue caps the shipped pair at 60 MB); ``Corrector`` computes in
 ``precision.default_dtype`` (fp32; ``--dtype bfloat16`` asks for bf16).
-The training metadata (training.json: step, dev score, max_length) travels with the weights.
+The training metadata (training.json: step, dev score, max_length) travels with the weights, and a
+T5's ``generation_config.json`` gets the length a whole correction needs (``budgets.complete_generation``:
+transformers' ``generate(**inputs)`` otherwise stops at 20 tokens).
 Replacing a shipped model keeps the EdiT5 confidence biases its ``config.json`` was tuned to
 (``RUN_TIME``, set by ``eval/tune_confidence.py``): a training checkpoint has none. The bundle's
 other run-time settings (guard, rounds, spelling, rescoring) live in its ``corrector_config.json``
@@ -23,7 +25,8 @@ from pathlib import Path
 import torch
 from transformers import T5ForConditionalGeneration
 
-from editspec.modeling.loading import model_type as checkpoint_type
+from editspec.decoding.budgets import complete_generation
+from editspec.modeling.loading import model_type as checkpoint_type, trained_length
 from editspec.modeling.modeling_edit5 import EdiT5Model
 from editspec.tokenization.tokens import load_tokenizer
 
@@ -59,6 +62,8 @@ def ship(src: Path, dest: Path) -> None:
     kept = keep_run_time(dest, model.config)
     if getattr(model.config, "t5_encoder", None):
         model.config.t5_encoder = bundle_encoder(model, dest)
+    if model_type == "t5":  # transformers' generate() completes a correction with the saved settings
+        complete_generation(model, trained_length(str(src)))
     tmp = dest.with_name(dest.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)

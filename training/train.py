@@ -484,7 +484,7 @@ class Trainer:
         if self.main_proc:
             export(net or self.net, self.tok, dest, {"step": self.state.step, "best": self.state.best,
                                                      "select_on": self.select_on, "examples": self.state.examples,
-                                                     **info})
+                                                     "max_length": self.cfg["data"]["max_length"], **info})
 
     def evaluate(self, f05: bool, approx: bool) -> dict:
         result: dict = {"step": self.state.step}

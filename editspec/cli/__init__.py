@@ -9,6 +9,7 @@ one line on stderr and exit status 2; ``--debug`` shows the traceback.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 from editspec import __version__, threads
@@ -43,8 +44,27 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+class _Said(logging.Handler):
+    """What editspec's modules say while they work (``logging.getLogger("editspec")``: the spelling
+    index being built, a profile's phases) as "editspec: ..." lines on stderr; on a terminal the
+    line "loading models ..." stood on is cleared first."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        clear = "\r\x1b[K" if sys.stderr.isatty() else ""
+        print(f"{clear}editspec: {record.getMessage()}", file=sys.stderr, flush=True)
+
+
+def say_progress(show: bool) -> None:
+    """Show editspec's progress messages on stderr (not with --no-progress)."""
+    log = logging.getLogger("editspec")
+    log.handlers = [h for h in log.handlers if not isinstance(h, _Said)] + ([_Said()] if show else [])
+    log.setLevel(logging.INFO if show else logging.WARNING)
+    log.propagate = not show
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="editspec", description=__doc__.splitlines()[0])
+    # the docstring's first line, without reST's ``markup``
+    parser = _Parser(prog="editspec", description=__doc__.splitlines()[0].replace("``", ""))
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--version", action="version", version=f"editspec {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -66,12 +86,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):  # a bare `editspec`: how to use it
+        print(parser.format_usage().rstrip(), file=sys.stderr)
+        print("editspec: give a command (editspec --help: what each does)", file=sys.stderr)
+        return 2
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # --help, --version (0); a usage error, said in one line (2)
         return e.code if isinstance(e.code, int) else 2
     try:
         threads.apply(args.threads)  # --threads, else a default fit for this machine (editspec.threads)
+        say_progress(not getattr(args, "no_progress", False))
         check_beam(args)  # --beam, --nbest: before any model loads
         if args.command == "correct":
             run = correct_cli.run_correct

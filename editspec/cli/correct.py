@@ -44,7 +44,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="correct the sample of learner English shipped with editspec (try --format diff)")
     p.add_argument("-o", "--output", default="-",
                    help="output file, written in full or not at all; a table's format follows its "
-                        "extension; a folder for a folder of .parquet files; - for stdout")
+                        "extension; a folder for a folder of .parquet files; - for stdout; the input file "
+                        "itself only with --in-place")
+    p.add_argument("--in-place", action="store_true",
+                   help="replace the input file with its correction (or let -o name it): written beside "
+                        "it first, it replaces the input only once complete, so a failure or Ctrl-C "
+                        "leaves the input as it was")
     p.add_argument("--format", choices=FORMATS, default=None,
                    help="for text: text (the corrected lines), jsonl (each line's input, output and edits: "
                         "character offsets, original, correction, ERRANT type, message), diff "
@@ -113,6 +118,7 @@ def check_args(args) -> bool:
         raise EditspecError("give an input file or --text, not both")
     if args.text is None and args.input is None:
         raise EditspecError("give an input file (- for stdin), --text TEXT or --sample")
+    _check_in_place(args)
     table = args.input is not None and is_table(args.input)
     if args.nbest is not None and (table or args.format != "jsonl"):
         raise EditspecError("--nbest is for --format jsonl (text input)")
@@ -134,6 +140,34 @@ def check_args(args) -> bool:
     if args.actors is not None and args.actors < 1:
         raise EditspecError("--actors must be 1 or more")
     return table
+
+
+def _check_in_place(args) -> None:
+    """-o naming the input is refused unless ``--in-place`` asks for it (a user lost a file so,
+    issue 78); ``--in-place`` alone writes the correction over the input. Either way the output is
+    ``atomic_output``'s: the input is read whole before its replacement is renamed over it."""
+    given = args.input not in (None, "-")
+    if args.in_place:
+        if not given or args.text is not None:
+            raise EditspecError("--in-place replaces an input file: give one (not stdin, --text or --sample)")
+        if args.sample:
+            raise EditspecError("--in-place would replace the sample shipped with editspec: give -o FILE")
+        if os.path.isdir(args.input):
+            raise EditspecError("--in-place is for a file; a folder's outputs go to another folder (-o DIR)")
+        if args.output == "-":
+            args.output = args.input
+        elif not _same_file(args.input, args.output):
+            raise EditspecError("--in-place writes over the input: give no -o, or -o naming the input")
+    elif given and args.output != "-" and _same_file(args.input, args.output):
+        raise EditspecError(f"-o {args.output} is the input file: add --in-place to replace it with its correction")
+
+
+def _same_file(a: str, b: str) -> bool:
+    """``a`` and ``b`` name one file (through links, ``..`` or another spelling)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return False
 
 
 def run_correct(args) -> int:
@@ -198,7 +232,8 @@ def summary(args, n: int, unit: str, changed: int, started: float, extra: str = 
         return
     seconds = time.perf_counter() - started
     rate = f", {n / seconds:.1f} {unit}/s" if seconds > 0 and n else ""
-    print(f"editspec: {n:,} {unit} read, {changed:,} changed{extra}, {seconds:.1f} s{rate}", file=sys.stderr)
+    counted = unit[:-1] if n == 1 and unit.endswith("s") else unit  # "1 line read"
+    print(f"editspec: {n:,} {counted} read, {changed:,} changed{extra}, {seconds:.1f} s{rate}", file=sys.stderr)
 
 
 # -- text lines --

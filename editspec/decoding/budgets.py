@@ -16,6 +16,16 @@ def output_budget(n: int) -> int:
     return 2 * n + 16
 
 
+def complete_generation(model, max_length: int | None) -> None:
+    """Set ``model``'s saved generation length (a T5's ``generation_config.max_length``) so that
+    plain transformers' ``generate(**inputs)`` completes the correction of the longest input it
+    was trained on (``max_length`` ids with EOS, else 128) instead of stopping at transformers'
+    default of 20 tokens: ``output_budget`` new ids after the decoder's start token."""
+    config = getattr(model, "config", None)
+    if getattr(model, "generation_config", None) is not None and getattr(config, "is_encoder_decoder", False):
+        model.generation_config.max_length = output_budget(max_length or 128) + 1
+
+
 def insertion_budget(n: int) -> int:
     """EdiT5's insertion tokens (``<marker> span ... </s>``) for a source of ``n`` ids with EOS."""
     return max(32, n + 16)

@@ -6,6 +6,14 @@ taking a unit's ``Correction`` (its edits found once) and giving what it leaves 
                 sentence is kept as written
     real_words  "The beef was good." -> "The beingef was good.": "beingef" is a word neither the
                 source holds nor a dictionary knows, so that edit is undone
+    keep_content_words
+                "Can you tell me where is the park?" -> "Can you tell me where the park?": the
+                edit removes a verb, a content word, so it is undone (the model's deletions of
+                nouns, verbs, adjectives and adverbs were all wrong on FCE dev)
+    keep_respelled
+                "Hello wrold, how are you?" -> (spelling) "Hello world, how are you?" -> (model)
+                "Hello, how are you?": the writer's "wrold" was a misspelling of a real word, so
+                the edit that removes its word is undone
     keep_unreadable
                 "こんにちは世界 Everything was dark." -> "こんにちは界 Everything was dark.": the
                 edit's word holds characters the model reads as <unk>, so it is undone; and
@@ -15,9 +23,10 @@ taking a unit's ``Correction`` (its edits found once) and giving what it leaves 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Callable, Collection
 
-from editspec.post.diff import Correction, edit_size, output_starts
+from editspec.post.diff import Correction, diff, edit_size, output_starts
 
 
 def guard(c: Correction, max_edit_words: int) -> Correction:
@@ -84,6 +93,74 @@ def _parts(word: str) -> list[str]:
     """The words ``word`` joins, in lower case, without a possessive: "Lunds'" -> "lunds";
     "Well-known" -> "well", "known"."""
     return [p for p in POSSESSIVE.sub("", _lower(word)).split("-") if p]
+
+
+def keep_respelled(c: Correction, written: str, misspelt: Callable[[str], bool]) -> Correction:
+    """``c`` with each edit undone that removes a word the writer wrote misspelt: a word of
+    ``c.input`` that the spelling step respelled from ``written`` (the unit as written: "wrold" ->
+    "world"), or one left as written that ``misspelt`` says is a misspelling of a real word (its
+    dictionary has candidates for it: spelling off, or a capitalised word it leaves).
+
+    The writer meant a word there; the model deleting it loses what they said (W&I dev, FCE test:
+    reports/models.md, "Removed words"). An edit removes a word when its correction holds fewer
+    words than its original and not that word; a replacement of it ("world" -> "earth") is the
+    model's to make.
+    """
+    protected = _respelled(written, c.input, misspelt)
+    return c.keep([e for e in c.edits if not any((a, b) in protected or misspelt(w) for a, b, w in _removed(e, c))])
+
+
+# English's closed word classes (Universal Dependencies' DET, PRON, ADP, CCONJ, SCONJ, PART; not
+# AUX, which ERRANT types as VERB): the words a deletion may remove. Written out rather than
+# tagged: spaCy's tagger would load a model and parse each unit in the chain for a finite list.
+FUNCTION_WORDS = frozenset("""a an the this that these those some any each every no neither either another other
+such what which whatever whichever all both half several many much few little more most less least enough my your
+his her its our their whose i me mine you yours he him she hers it we us ours they them theirs myself yourself
+himself herself itself ourselves yourselves themselves one ones someone somebody something anyone anybody
+anything everyone everybody everything nobody nothing none who whom there of in on at to for with from by about as
+into onto over under between through during after before until till since than like up out off down upon within
+without across along around among against behind beyond toward towards despite except via per near inside
+outside above below beside besides and or but nor so yet because if although though while whereas unless
+whether when where once not""".split())
+
+
+def keep_content_words(c: Correction) -> Correction:
+    """``c`` with each edit undone that removes a content word: a word of its input not in
+    ``FUNCTION_WORDS`` (a noun, verb, adjective or adverb) that the edit's correction does not hold.
+
+    On FCE dev every such deletion of the shipped models was wrong (ERRANT U:NOUN 0 of 6, U:VERB
+    0 of 6, U:ADV 0 of 7, U:OTHER 0 of 2; the auxiliaries of U:VERB:TENSE 2 of 8), where the
+    deletions of function words were right about half the time (U:DET 11 of 23, U:PREP 5 of 9):
+    reports/models.md, "Removed words". A rewrite of the word ("world" -> "earth") is not judged.
+    """
+    return c.keep([e for e in c.edits if not any(_lower(w) not in FUNCTION_WORDS for _, _, w in _removed(e, c))])
+
+
+def _removed(e, c: Correction) -> list[tuple[int, int, str]]:
+    """The ``LETTER_WORD`` of ``e``'s original (input offsets, text) that ``e`` removes: its
+    correction holds fewer words, and not that one, and the output holds it fewer times than the
+    input (a word moved, "the music of Rock" -> "rock music", is not removed)."""
+    words = [(m.start() + e.start, m.end() + e.start, m.group()) for m in LETTER_WORD.finditer(e.original)]
+    left = {_lower(w) for w in LETTER_WORD.findall(e.correction)}
+    if len(left) >= len(words):
+        return []
+    gone = [(a, b, w) for a, b, w in words if _lower(w) not in left]
+    if not gone:
+        return []
+    before = Counter(_lower(w) for w in LETTER_WORD.findall(c.input))
+    after = Counter(_lower(w) for w in LETTER_WORD.findall(c.output))
+    return [(a, b, w) for a, b, w in gone if after[_lower(w)] < before[_lower(w)]]
+
+
+def _respelled(written: str, spelled: str, misspelt: Callable[[str], bool]) -> set[tuple[int, int]]:
+    """The spans in ``spelled`` of the ``LETTER_WORD`` that replace a misspelt word of ``written``."""
+    if written == spelled:
+        return set()
+    spans = set()
+    for e, start in zip(diff(written, spelled), output_starts(diff(written, spelled))):
+        if any(misspelt(w) for w in LETTER_WORD.findall(e.original)):
+            spans.update((start + m.start(), start + m.end()) for m in LETTER_WORD.finditer(e.correction))
+    return spans
 
 
 def keep_unreadable(c: Correction, unreadable: Collection[int]) -> Correction:

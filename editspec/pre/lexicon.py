@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import marshal
 import math
 import os
@@ -36,11 +37,14 @@ import re
 import sqlite3
 import tempfile
 import threading
+import time
 from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from editspec.cache import cache_dir
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from symspellpy import SymSpell
@@ -132,7 +136,10 @@ def irregular_verbs() -> list[str]:
 
 
 def build(path: Path) -> None:
-    """Write the index to ``path`` (whole or not at all: another process may be reading)."""
+    """Write the index to ``path`` (whole or not at all: another process may be reading); say so
+    (``logging``: the CLI shows it), since it takes seconds and happens once per machine."""
+    started = time.perf_counter()
+    log.info("building the spelling index in %s (once: later runs open it in milliseconds) ...", path.parent)
     symspell = build_symspell()
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".part", delete=False) as f:
@@ -160,6 +167,7 @@ def build(path: Path) -> None:
         db.commit()
         db.close()
         os.replace(part, path)
+        log.info("spelling index built in %.1f s", time.perf_counter() - started)
     finally:
         with contextlib.suppress(OSError):
             part.unlink()

@@ -284,6 +284,13 @@ class Speller:
         word = word.lower()
         return word in self.symspell.words or self.common(word)
 
+    def misspelt(self, word: str) -> bool:
+        """``word`` (any case) is a misspelling of a real word: the dictionary does not know it and
+        has candidates for it ("wrold": "world", "wold"); what ``post.checks.keep_respelled`` protects."""
+        lower = word.lower()
+        return len(lower) >= self.min_letters and not self.knows(lower) and lexicon.ASCII_WORD.fullmatch(lower) \
+            is not None and bool(self.options(lower, None, None, 1))
+
     def common(self, word: str) -> bool:
         """Written often enough to be a word (an American spelling, "mom", "math"), though not in
         symspellpy's dictionary: wordfreq's Zipf frequency (log10 per 10^9 words) at least

@@ -12,6 +12,7 @@ The number of CPU threads is fixed for the whole run.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from dataclasses import dataclass, replace
@@ -40,6 +41,8 @@ from editspec.profiling.report import write_report
 from editspec.profiling.side_steps import time_rescoring, time_spelling
 from editspec.profiling.timed import CT2, TIMED
 from editspec.tokenization.tokens import load_tokenizer
+
+log = logging.getLogger(__name__)  # each phase said as it starts (the CLI shows it: a profile runs for minutes)
 
 
 def ct2_version() -> str:
@@ -194,6 +197,8 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, what: ProfileOption
     with quiet_transformers():
         raw, tokenizer = time_modes(what, models, dev, dtype, sources, out, report, progress)
         if what.pipeline or what.end_to_end:
+            log.info("timing correct's path on %d sentences (%s) ...", len(sources),
+                     " and ".join(n for n, on in (("pipeline", what.pipeline), ("end to end", what.end_to_end)) if on))
             report.update(correct_path(what, models, dev, dtype, sources))
             report["sentences"] = report["sentences"] or len(sources)
         if what.use_architectures:
@@ -202,6 +207,7 @@ def profile(data: str | os.PathLike, out: str | os.PathLike, what: ProfileOption
                 paths = resolve_models(o.model, o.edit5, o.t5) if (o.model or o.edit5 or o.t5) else (None, None)
                 tokenizer = load_tokenizer(paths[1] or paths[0] or DEFAULT_MODEL / "t5")
             names = None if what.architectures is True else list(what.architectures) or None  # none: the defaults
+            log.info("timing architectures ...")
             sweep = Sweep(check_architectures(names), batch_size=what.batch_size, warmup=what.warmup)
             report["architectures"] = profile_architectures(sources, targets, tokenizer, dev, dtype, sweep, progress)
             if not what.modes:
@@ -216,15 +222,19 @@ def time_modes(what: ProfileOptions, models: ModelOptions, dev, dtype, sources: 
     steps on): (the raw samples for the plots, the tokenizer), or (None, None) without modes."""
     if not what.modes:
         return None, None
+    log.info("loading the models and their peers ...")
     corrector = Corrector.from_pretrained(options=models.load, device=dev, dtype=dtype, batch_size=16,
                                           quantize=None)  # ``load_profiler`` quantizes every model
     profiler = load_profiler(corrector, what, models, dev, dtype, report)
     max_ids = min(n for _, n in corrector.limits)
+    log.info("timing modes %s on %d sentences ...", " ".join(what.modes), len(sources))
     report["modes"], raw = profile_modes(profiler, sources, what.modes, what.batch_size, what.warmup, max_ids,
                                          out if what.trace else None, progress=progress)
     report["sentences"], report["skipped_long"] = raw["sentences"], raw["skipped_long"]
     if corrector.config.spelling:
+        log.info("timing the spelling step ...")
         report["spelling"] = time_spelling(sources, what.warmup)
     if corrector.config.rescore:
+        log.info("timing rescoring ...")
         report["rescoring"] = time_rescoring(corrector, sources, what.warmup)
     return raw, profiler.tokenizer

@@ -3,6 +3,7 @@
 lines, a loading line and a summary line; the API's typed edits."""
 
 import argparse
+import json
 import sys
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from editspec import __version__, cli
 from editspec.cli import correct as correct_cli
 from editspec.corrector import Corrector
+from editspec.errors import EditspecError
 from editspec.data import m2
 from editspec.post import error_types
 from editspec.data.tokenized import tokenize_for_errant
@@ -119,3 +121,82 @@ def test_count_lines(tmp_path):
         path.write_bytes(data)
         assert correct_cli._count_lines(str(path)) == n
     assert correct_cli._count_lines("-") is None  # stdin: no total
+
+
+def test_output_naming_the_input_is_refused_without_in_place(tmp_path, capsys, monkeypatch):
+    """Issue 78: -o naming the input (or a link to it) is one line of error before the models
+    load, and the input is as it was; --in-place is only for a file."""
+    monkeypatch.setattr(Corrector, "from_pretrained", lambda *a, **k: pytest.fail("a model loaded"))
+    src = tmp_path / "in.txt"
+    src.write_text("He go home.\n")
+    (tmp_path / "link.txt").symlink_to(src)
+    for output in (str(src), str(tmp_path / "link.txt"), str(tmp_path / "." / "in.txt")):
+        assert cli.main(["correct", str(src), "-o", output]) == 2
+        err = capsys.readouterr().err
+        assert err == f"editspec: error: -o {output} is the input file: add --in-place to replace it with its correction\n"
+    for argv in (["--text", "x", "--in-place"], ["-", "--in-place"], [str(src), "--in-place", "-o", str(tmp_path / "o")],
+                 [str(tmp_path), "--in-place"]):
+        assert cli.main(["correct", *argv]) == 2 and capsys.readouterr().err.count("\n") == 1
+    assert src.read_text() == "He go home.\n"
+
+
+def test_in_place_replaces_the_input_only_once_complete(models, tmp_path, capsys, monkeypatch):
+    src = tmp_path / "in.txt"
+    src.write_text("He go home.\nShe like it.\n")
+    model = ["--model", str(models / "identity"), "--no-progress", "--format", "jsonl"]
+    assert cli.main(["correct", str(src), "--in-place", *model]) == 0
+    assert [json.loads(line)["input"] for line in src.read_text().splitlines()] == ["He go home.", "She like it."]
+    src.write_text("He go home.\n")
+    assert cli.main(["correct", str(src), "-o", str(src), "--in-place", *model]) == 0
+    assert json.loads(src.read_text())["output"] == "He go home."
+
+    def fail(*a, **k):
+        raise EditspecError("the model failed")
+
+    monkeypatch.setattr(Corrector, "correct_detailed", fail)
+    src.write_text("He go home.\n")
+    assert cli.main(["correct", str(src), "--in-place", *model]) == 2
+    assert src.read_text() == "He go home.\n" and sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+def test_help_is_plain_text_and_a_bare_command_shows_its_usage(capsys):
+    """Issue 78: no reST markup in any help text; a bare ``editspec`` prints its usage line."""
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for text in [parser.format_help(), *(p.format_help() for p in sub.choices.values())]:
+        assert "``" not in text
+    assert cli.main([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: editspec [-h]") and "{correct,data,eval,profile,serve}" in err
+    assert err.endswith("editspec: give a command (editspec --help: what each does)\n")
+
+
+def test_one_line_read_is_singular(models, capsysbinary):
+    assert cli.main(["correct", "--text", "He go home.", "--model", str(models / "identity")]) == 0
+    assert b"editspec: 1 line read, 0 changed" in capsysbinary.readouterr().err
+
+
+def test_building_the_spelling_index_says_what_it_does_and_that_it_is_once(tmp_path, monkeypatch, capsys):
+    """The first run's index build (seconds) is said on stderr, and not with --no-progress."""
+    from symspellpy import SymSpell
+
+    from editspec.pre import lexicon
+
+    def tiny() -> SymSpell:
+        symspell = SymSpell(max_dictionary_edit_distance=2)
+        symspell.create_dictionary_entry("world", 10)
+        return symspell
+
+    monkeypatch.setattr(lexicon, "build_symspell", tiny)
+    monkeypatch.setattr(lexicon, "zipf_table", lambda: iter([("world", 5.9)]))
+    try:
+        cli.say_progress(True)
+        lexicon.build(tmp_path / "a" / "index.sqlite")
+        err = capsys.readouterr().err
+        assert f"editspec: building the spelling index in {tmp_path / 'a'} (once: later runs open it" in err
+        assert "editspec: spelling index built in" in err
+        cli.say_progress(False)
+        lexicon.build(tmp_path / "b" / "index.sqlite")
+        assert capsys.readouterr().err == ""
+    finally:
+        cli.say_progress(False)

@@ -58,3 +58,43 @@ def test_ctranslate2_converts_the_t5_folder_as_it_is(tmp_path):
     outputs = [text.decode([text.token_to_id(t) for t in r.hypotheses[0]]) for r in results]
     assert outputs[0] == "He has two brothers."
     assert all(len(o.split()) <= len(s.split()) + 2 for o, s in zip(outputs, SENTENCES))  # no runaway output
+
+
+LONG = ("Yesterday I go to the market with my freinds and we buyed many vegetables and fruits for the "
+        "party that we was planning to have in the weekend at my house near the river .")
+
+
+def test_the_t5_folder_generates_a_whole_correction_with_its_saved_settings():
+    """Issue 78: ``generate(**inputs)`` with no length given completes a long sentence's correction
+    (it ends with EOS) instead of stopping at transformers' default of 20 tokens; the EdiT5 folder
+    is a model of our own (``model_type`` edit5) with no ``generate`` of transformers' (its three
+    greedy steps are ``edit5_inference``'s), so it has no generation settings to save."""
+    from transformers import AutoTokenizer, GenerationConfig, GenerationMixin, T5ForConditionalGeneration
+
+    from editspec.modeling.modeling_edit5 import EdiT5Model
+
+    assert GenerationConfig.from_pretrained(str(T5_DIR)).max_length > 2 * 128
+    assert not issubclass(EdiT5Model, GenerationMixin) and not (DEFAULT_MODEL / "edit5" / "generation_config.json").exists()
+    tok = AutoTokenizer.from_pretrained(str(T5_DIR))
+    model = T5ForConditionalGeneration.from_pretrained(str(T5_DIR), dtype=torch.float32).eval()
+    batch = tok([LONG], return_tensors="pt")
+    with torch.inference_mode():
+        out = model.generate(**batch)[0].tolist()
+    assert len(out) > 40 and out[-1] == tok.eos_token_id
+    text = tok.decode(out, skip_special_tokens=True)
+    assert text.endswith("near the river.") and "we were planning" in text  # an edit past token 20
+
+
+def test_shipping_a_t5_writes_its_generation_length(tmp_path, tokenizer_dir):
+    """training.ship (and a run's exports) write the length beside the weights."""
+    from transformers import GenerationConfig, T5Config, T5ForConditionalGeneration
+
+    from training import ship
+
+    tok = load_tokenizer(tokenizer_dir)
+    T5ForConditionalGeneration(T5Config(vocab_size=len(tok), d_model=16, d_kv=4, d_ff=32, num_layers=1,
+                                        num_decoder_layers=1, num_heads=2)).save_pretrained(tmp_path / "src")
+    tok.save_pretrained(tmp_path / "src")
+    (tmp_path / "src" / "training.json").write_text(json.dumps({"step": 1, "max_length": 64}))
+    ship.ship(tmp_path / "src", tmp_path / "bundle" / "t5")
+    assert GenerationConfig.from_pretrained(str(tmp_path / "bundle" / "t5")).max_length == 2 * 64 + 16 + 1

@@ -23,13 +23,15 @@ TINY_ARCHITECTURES = {
 }
 
 
-def test_profile_report(bundle, dev_m2, tmp_path):
+def test_profile_report(bundle, dev_m2, tmp_path, capsys):
     out = tmp_path / "report"
     # float32: transformers' generate (hf-greedy) equals our core's greedy there; in bf16 their
     # attention kernels round differently
     rc = cli.main(["profile", "--data", str(dev_m2), "--model", str(bundle), "--out", str(out), "--limit", "5",
                    "--warmup", "1", "--threads", "1", "--device", "cpu", "--dtype", "float32"])
     assert rc == 0
+    said = capsys.readouterr().err  # each phase says itself as it starts (issue 78: 31 s of silence)
+    assert said.index("editspec: loading the models") < said.index("editspec: timing modes t5 ")
     report = json.loads((out / "report.json").read_text())
     assert report["dtype"] == "float32"
     for key in ("device", "threads", "sentences", "batch_size", "torch", "transformers", "modes", "architectures"):
