@@ -7,13 +7,9 @@ from pathlib import Path
 MAX_LINES, MAX_PARAMETERS = 60, 9
 ROOT = Path(__file__).resolve().parents[1] / "editspec"
 
-# Files other helpers of issue 76 are rewriting at the time of writing: the lead empties this
-# after merging their branches (then the rule holds for every file).
-BEING_REWRITTEN = {
-    "corrector.py", "confidence.py", "nbest.py", "config.py", "decoding/core.py", "decoding/beam.py",
-    "decoding/runners.py", "cli/model_options.py",  # the settings / decode-request helper
-    "cli/correct.py", "post/checks.py", "pre/spelling.py",  # the CLI / checks helper
-}
+# Known and named, not a file-wide pass: the decoding core's ``generate`` still takes 11 parameters
+# (its ~60 callers pass them by keyword; a typed request for it is issue 76's open remainder).
+KNOWN = {"decoding/core.py generate: 11 parameters"}
 
 
 def parameters(f: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
@@ -44,7 +40,6 @@ def test_the_check_finds_a_long_function_and_a_wide_one():
 
 def test_no_function_in_editspec_is_over_60_lines_or_takes_10_parameters():
     files = {p.relative_to(ROOT).as_posix(): p for p in ROOT.rglob("*.py")}
-    assert BEING_REWRITTEN <= files.keys()  # a renamed or removed file leaves the list
-    found = [f"{name} {what}" for name, p in sorted(files.items()) if name not in BEING_REWRITTEN
-             for what in oversized(p.read_text(encoding="utf-8"))]
-    assert found == []
+    found = {f"{name} {what}" for name, p in sorted(files.items())
+             for what in oversized(p.read_text(encoding="utf-8"))}
+    assert found == KNOWN  # a mended one leaves the list too

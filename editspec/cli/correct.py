@@ -19,7 +19,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from editspec.cli.model_options import add_correction_options, add_model_options, corrector_from_args
 from editspec.errors import EditspecError
@@ -252,6 +252,18 @@ def _count_lines(name: str) -> int | None:
     return lines + (last != b"\n")
 
 
+def _shared(state, block: list, formatted: Callable[[list], tuple[str, int]]) -> tuple[str, int]:
+    """``formatted(block)`` in one process; launched as several, each formats its share and process 0
+    gets the texts joined in the input's order and the changed lines summed."""
+    if state is None:
+        return formatted(block)
+    from accelerate.utils import gather_object
+
+    with state.split_between_processes(block) as mine:
+        text, n = formatted(mine) if mine else ("", 0)
+    return "".join(gather_object([text])), sum(gather_object([n]))
+
+
 def _run_text(args, started: float) -> int:
     """Correct ``args.input`` (or ``--text``) into ``args.output``. Launched as several processes
     (``torchrun --nproc-per-node N -m editspec correct ...`` or ``accelerate launch``), each process
@@ -261,8 +273,6 @@ def _run_text(args, started: float) -> int:
     fmt = args.format or "text"
     state = _processes(args)
     main = state is None or state.is_main_process
-    if state is not None:
-        from accelerate.utils import gather_object
     if args.text is not None:
         stream = io.BytesIO("".join(t + "\n" for t in args.text).encode("utf-8"))
         name, total = "--text", sum(t.count("\n") + 1 for t in args.text)
@@ -285,13 +295,8 @@ def _run_text(args, started: float) -> int:
                 if bom:
                     first[0].text = first[0].text[1:]
                 for block in _chain(first, blocks):
-                    if state is None:
-                        text, n = _formatted(corrector, block, fmt, color, progress, args.nbest, args.alternatives)
-                    else:
-                        with state.split_between_processes(block) as mine:
-                            text, n = _formatted(corrector, mine, fmt, color, progress, args.nbest, args.alternatives) if mine else ("", 0)
-                        text = "".join(gather_object([text]))
-                        n = sum(gather_object([n]))
+                    text, n = _shared(state, block, lambda mine: _formatted(
+                        corrector, mine, fmt, color, progress, args.nbest, args.alternatives))
                     if bom and lines == 0 and fmt in ("text", "diff"):
                         text = "\ufeff" + text
                     if main:
