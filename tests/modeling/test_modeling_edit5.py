@@ -16,7 +16,7 @@ from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
 from editspec.modeling.tensors import IGNORE
 from editspec.tokenization.tokens import encode, marker_ids
 from editspec.bundle import Bundle
-from editspec.decoding.runners import EDIT5
+from editspec.decoding.runners import EDIT5, DecodeRequest
 from tests.helpers import pairs
 
 TINY = dict(d_model=32, d_kv=8, d_ff=64, num_heads=4, num_layers=2, num_decoder_layers=1,
@@ -188,7 +188,7 @@ def test_overfits_to_exact_targets(tokenizer, trained):
     assert any(e.reordered for e in edits)  # the swap was undone by the pointer network
     # as the edit5 mode decodes (``Corrector``, training's dev scoring): 7 rows a batch, each its own budget
     models, encoded = Bundle(edit5=model, edit5_tokenizer=tokenizer), encode(tokenizer, [s for s, _ in data])
-    assert EDIT5.render(models, encoded, EDIT5.run(models, encoded, 7)[0]) == [t for _, t in data]
+    assert EDIT5.render(models, encoded, EDIT5.run(models, DecodeRequest(encoded, 7)).outputs) == [t for _, t in data]
 
 
 def test_batch_equals_single(tokenizer, trained):
