@@ -14,6 +14,7 @@ import argparse
 import lzma
 import re
 import time
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -123,7 +124,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data")
     p.add_argument("--out", type=Path, default=Path("editspec/models/default/grammar_lm.bin"))
-    p.add_argument("--counts", type=Path, default=Path("/tmp/editspec-grammar-counts"),
+    p.add_argument("--counts", type=Path, default=Path(tempfile.gettempdir()) / "editspec-grammar-counts",
                    help="folder for the merged counts (about 2 GB for all shards)")
     p.add_argument("--from-counts", action="store_true", help="prune counts already in --counts")
     p.add_argument("--order", type=int, default=4)
