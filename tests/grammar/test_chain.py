@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-pytest.importorskip("lemminflect")
 
 import editspec.grammar
 from editspec import cli

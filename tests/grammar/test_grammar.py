@@ -3,7 +3,6 @@ and a missing or corrupt model file."""
 
 import pytest
 
-pytest.importorskip("lemminflect")
 
 from editspec.errors import EditspecError
 from editspec.grammar.lm import NgramLM, write_store
