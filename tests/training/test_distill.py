@@ -55,7 +55,7 @@ def test_distill_right_edits_leave_a_wrong_respelling_in_source_and_target(model
 
     def teacher(*a, **k):  # respells, and its model changes nothing
         c = load(*a, spelling=True, **k)
-        c.decode = lambda encoded, *_: [e.text for e in encoded]
+        c.decode = lambda encoded, *_: [(e.text, ()) for e in encoded]  # (output, hypotheses)
         return c
 
     monkeypatch.setattr(distill.Corrector, "from_pretrained", teacher)
