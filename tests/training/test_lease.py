@@ -260,7 +260,7 @@ def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsy
 def test_gpu_lease_prepare_refuses_a_call_that_carries_too_little_text(tmp_path, data):
     with pytest.raises(EditspecError, match="fewer than 700000"):
         prepare(tmp_path / ".lease", REPO_ROOT / PLAN, data, wheels=Wheels([], tmp_path), pack=None,
-                park_bundle=False, room=Room(limit=100 * 2**20))  # the test data holds 600 sentences
+                park_bundle=False, room=Room(limit=200 * 2**20))  # the test data holds 600 sentences
     assert not (tmp_path / ".lease").exists()
 
 
