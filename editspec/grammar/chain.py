@@ -18,8 +18,8 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from editspec.chain import Unit
-from editspec.post.diff import Correction, Edit
-from editspec.grammar.step import GrammarEdit, GrammarStep, apply_edits
+from editspec.grammar.step import GrammarEdit, GrammarStep
+from editspec.post.diff import Correction, Edit, apply
 
 
 @dataclass(frozen=True)
@@ -47,9 +47,9 @@ def run(step: GrammarStep, units: Sequence[Unit], outputs: Sequence[str],
         edits = [g for g in edits if round(g.confidence, 4) >= min_confidence]  # as shown, as the model's
         if not edits:
             continue
-        text = outputs[i]
-        outputs[i] = apply_edits(text, edits)
-        made[i] = Correction(text, outputs[i], [as_edit(text, g) for g in edits])
+        text, mine = outputs[i], [as_edit(outputs[i], g) for g in edits]  # sorted, not overlapping
+        outputs[i] = apply(text, mine)
+        made[i] = Correction(text, outputs[i], mine)
         units[i] = units[i].after(made[i])
     return units, outputs, made
 

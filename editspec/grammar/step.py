@@ -26,6 +26,7 @@ from editspec.errors import EditspecError
 from editspec.grammar import DEFAULT_LM, DEFAULT_SETTINGS
 from editspec.grammar.lm import NgramLM
 from editspec.grammar.rules import Candidate, candidates
+from editspec.post.diff import Edit, apply
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,6 @@ class GrammarStep:
 
 
 def apply_edits(text: str, edits: Sequence[GrammarEdit]) -> str:
-    for e in sorted(edits, key=lambda e: -e.start):
-        text = text[:e.start] + e.replacement + text[e.end:]
-    return text
+    """``text`` with the step's edits made (``diff.apply``; they do not overlap)."""
+    return apply(text, [Edit(g.start, g.end, text[g.start:g.end], g.replacement)
+                        for g in sorted(edits, key=lambda g: g.start)])
