@@ -134,7 +134,7 @@ def parse_tokens(token_lists: Sequence[Sequence[str]]) -> list[Doc]:
     batched (the NER component is skipped: ERRANT reads only tags, lemmas and dependencies)."""
     nlp = spacy_nlp()
     docs = (Doc(nlp.vocab, words=list(t)) for t in token_lists)
-    return list(nlp.pipe(docs, disable=["ner"], batch_size=256))
+    return list(nlp.pipe(docs, batch_size=256))
 
 
 def m2_block(source_tokens: Sequence[str], source_doc: Doc | None, output_tokens: Sequence[str],

@@ -157,6 +157,37 @@ class NgramLM:
         """Total ln score of one sentence's text (its tokens, then </s>)."""
         return float(self.token_logprobs(tokenize(text)).sum())
 
+    def scores(self, texts: Sequence[str]) -> list[float]:
+        """``score`` of each text, the same numbers, from one lookup per order over all of them (a
+        grammar step judges ~4 texts a sentence: one lookup each cost ~2.7 ms a sentence)."""
+        seqs = [[BOS, *tokenize(t), EOS] for t in texts]
+        if not seqs:
+            return []
+        h = self.hashes([w for s in seqs for w in s])  # [N] every sequence's words, end to end
+        lengths = np.array([len(s) for s in seqs])
+        begins = np.repeat(np.cumsum(lengths) - lengths, lengths)
+        pos = np.arange(len(h)) - begins  # [N] each word's place in its sequence
+        # counts[k][j]: ln count of the k-gram ending at flat position j, -inf if absent or if it
+        # would reach back over its sequence's start (as token_logprobs' row of one sequence)
+        counts = np.full((self.order + 1, len(h)), -np.inf)
+        counts[0, :] = self.log_total
+        for k in range(1, self.order + 1):
+            keys = ngram_keys(h, k)  # n-grams ending at flat positions k-1 ..
+            if len(keys):
+                found = self.tables[k - 1].log_counts(keys)
+                counts[k, k - 1:] = np.where(pos[k - 1:] >= k - 1, found, -np.inf)
+        out = np.full(len(h), np.nan)  # position 0 of each sequence (<s>) is not scored
+        for k in range(self.order, 0, -1):  # _backoff: the longest n-gram seen decides
+            c = counts[k]
+            ctx = np.full(len(h), self.log_total) if k == 1 else np.concatenate(([-np.inf], counts[k - 1, :-1]))
+            ctx = np.where(ctx > -np.inf, ctx, c)
+            now = np.isnan(out) & (pos >= 1) & (pos + 1 >= k) & (c > -np.inf)
+            with np.errstate(invalid="ignore"):
+                out = np.where(now, np.minimum(0.0, c - ctx) + (self.order - k) * BACKOFF, out)
+        out = np.where(np.isnan(out) & (pos >= 1), self.order * BACKOFF - self.log_total, out)
+        ends = np.cumsum(lengths)
+        return [float(out[end - n + 1:end].sum()) for end, n in zip(ends, lengths)]
+
 
 def _read_header(buf) -> tuple[dict, int]:
     if buf[:len(MAGIC)] != MAGIC:

@@ -25,7 +25,7 @@ import numpy as np
 from editspec.errors import EditspecError
 from editspec.grammar import DEFAULT_LM, DEFAULT_SETTINGS
 from editspec.grammar.lm import NgramLM
-from editspec.grammar.rules import Candidate, candidates
+from editspec.grammar.rules import Candidate, candidates, lazy_lemmas
 from editspec.post.diff import Edit, apply
 
 
@@ -82,6 +82,7 @@ class GrammarStep:
 
         self.lm, self.settings = lm, settings
         self.nlp = nlp if nlp is not None else spacy_nlp()
+        lazy_lemmas(self.nlp)
 
     @classmethod
     def load(cls, settings: Settings | None = None, lm_path: str | Path = DEFAULT_LM,
@@ -92,23 +93,41 @@ class GrammarStep:
 
     def judge(self, texts: Sequence[str], patterns: set[str] | None = None) -> list[list[Judged]]:
         """Every candidate of every text with its margin (the step's raw findings; tuning reads
-        these)."""
-        return [self.judge_doc(doc, patterns) for doc in self.parse(texts)]
+        these): the LM scores all of the texts' sentences and variants in one call."""
+        asked = [self.variants(doc, patterns) for doc in self.parse(texts)]
+        scores = iter(self.lm.scores([t for bases, found in asked for t in [*bases, *(v for _, _, v in found)]]))
+        out = []
+        for bases, found in asked:
+            base = [next(scores) for _ in bases]
+            out.append([Judged(c, margin(base[b], next(scores))) for c, b, _ in found])
+        return out
 
     def parse(self, texts: Sequence[str]):
-        return self.nlp.pipe(texts, disable=["ner"], batch_size=64)
+        # no lemmatizer: the rules lemmatize the few tokens they read (``rules.lazy_lemmas``)
+        return self.nlp.pipe(texts, disable=["lemmatizer"], batch_size=64)
 
     def judge_doc(self, doc, patterns: set[str] | None = None) -> list[Judged]:
-        found, text, base = [], doc.text, {}
+        """``judge`` of one parsed text."""
+        bases, found = self.variants(doc, patterns)
+        scores = self.lm.scores([*bases, *(v for _, _, v in found)])
+        return [Judged(c, margin(scores[b], s)) for (c, b, _), s in zip(found, scores[len(bases):])]
+
+    def variants(self, doc, patterns: set[str] | None = None) -> tuple[list[str], list[tuple[Candidate, int, str]]]:
+        """What the LM reads of a parsed text: the sentences that hold a candidate, and each
+        candidate with its sentence's index there and its sentence with the candidate made."""
+        bases: list[str] = []
+        where: dict[int, int] = {}  # a sentence's first token -> its index in bases
+        found = []
+        text = doc.text
         for c in candidates(doc, patterns):
             sent = doc.char_span(c.start, c.end, alignment_mode="expand") if c.end > c.start else \
                 doc.char_span(c.start, c.start + 1, alignment_mode="expand")
             s = sent.sent if sent is not None else doc[:]
-            if s.start not in base:
-                base[s.start] = self.lm.score(s.text)
-            variant = text[s.start_char:c.start] + c.replacement + text[c.end:s.end_char]
-            found.append(Judged(c, margin(base[s.start], self.lm.score(variant))))
-        return found
+            if s.start not in where:
+                where[s.start] = len(bases)
+                bases.append(s.text)
+            found.append((c, where[s.start], text[s.start_char:c.start] + c.replacement + text[c.end:s.end_char]))
+        return bases, found
 
     def correct(self, texts: Sequence[str]) -> list[list[GrammarEdit]]:
         """Per text, the accepted edits: a pattern that is on, a margin above its threshold, the

@@ -111,7 +111,7 @@ def classify(corrections: Sequence[Correction]) -> list[list[str]]:
     todo = [c for c in corrections if c.edits]
     nlp = annotator().nlp
     texts = [t for c in todo for t in (c.input, c.output)]
-    docs = iter(nlp.pipe(texts, disable=["ner"]))
+    docs = iter(nlp.pipe(texts))
     parsed = {id(c): (next(docs), next(docs)) for c in todo}
     return [[_classify_edit(e, at, *parsed[id(c)]) for e, at in zip(c.edits, output_starts(c.edits))]
             if c.edits else [] for c in corrections]

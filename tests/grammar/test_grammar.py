@@ -58,6 +58,20 @@ def test_the_lm_prefers_correct_text(lm_path):
     assert lm.score("the list is long") > lm.score("long is list the")
 
 
+def test_scores_of_many_texts_are_each_texts_score(lm_path):
+    """The batched lookup gives each text's own score exactly: n-grams never reach over a text's
+    start into the one before it, unseen words and empty texts included."""
+    import random
+
+    lm = NgramLM.load(lm_path)
+    words = "he goes go to school by bus the list of names is are long . , zzz".split()
+    rng = random.Random(0)
+    texts = ["", ".", "He", "zzz zzz", *CORPUS] + [" ".join(rng.choices(words, k=rng.randint(0, 12)))
+                                                   for _ in range(200)]
+    assert lm.scores(texts) == [lm.score(t) for t in texts]
+    assert lm.scores([]) == []
+
+
 def test_missing_and_corrupt_model_files(lm_path, tmp_path):
     missing = tmp_path / "none.bin"
     with pytest.raises(EditspecError, match="none.bin") as e:
