@@ -30,6 +30,7 @@ cost); the biases of ``generate_edits`` (keep, stop) are not part of the score.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Sequence
 
@@ -41,8 +42,11 @@ from editspec.modeling.features import collate_edit5, edit5_features_batch, t5_f
 from editspec.modeling.tensors import pad
 from editspec.post.diff import Correction, apply
 
-# log P(target | source) for each (source, target) row, or None where the model cannot score it
+# log P(target | source) for each (source, target) row, or None where the model cannot score it.
+# A scorer may also have ``bound(source, output, variant)``: an upper bound of log P(variant) less
+# log P(output) from what it knows already, or None (``t5_scorer``'s, from the decode's scores)
 Scorer = Callable[[Sequence[str], Sequence[str]], list[float | None]]
+SLACK = 1e-4  # nats a bound must clear: far above a forced pass's rounding against the decode's (~1e-6)
 
 
 @dataclass
@@ -70,6 +74,26 @@ class Known:
                 self.log_probs[key] = log_p
                 self.tokens.setdefault(key[0], []).append((key[1], values))
         self.widths = tuple(map(max, self.widths, stats.widths))
+
+    def values(self, source: tuple[int, ...], output: tuple[int, ...]) -> list[float] | None:
+        """The decode's log P of each token of ``output`` (ids ending in EOS) given ``source``, or
+        None where the decode did not write it."""
+        return next((values for out, values in self.tokens.get(source, ()) if out == output), None)
+
+    def bound(self, source: tuple[int, ...], output: tuple[int, ...], variant: tuple[int, ...]) -> float | None:
+        """An upper bound of log P(variant) less log P(output) (ids ending in EOS), from the decode's
+        values of ``output`` alone, or None where it has none. Exact: up to the first token where
+        they differ, p, the two share their log P; there the variant's token is another than the
+        output's, so its probability is at most 1 - P(output's token); after it, at most 1:
+
+            log P(variant) - log P(output) <= log(1 - exp(v[p])) - (v[p] + v[p+1] + ... )
+        """
+        values = self.values(source, output)
+        p = next((k for k, (a, b) in enumerate(zip(output, variant)) if a != b), None)
+        if values is None or p is None:
+            return None
+        rest = math.fsum(values[p:])
+        return -math.inf if values[p] >= 0.0 else math.log1p(-math.exp(values[p])) - rest
 
     def prefix(self, source: tuple[int, ...], target: tuple[int, ...]) -> list[float]:
         """The decode's log P of ``target``'s first tokens, as many as it shares with an output of
@@ -105,21 +129,22 @@ def margins(scored: Scored) -> list[float | None]:
 
 def score_variants(sources: Sequence[str], changes: Sequence[Correction], score: Scorer,
                    given: Sequence[Mapping[str, float | None]] | None = None, group: int = GROUP,
-                   whole: bool = True) -> list[Scored]:
+                   whole: bool = True, skip: Sequence[Sequence[bool]] | None = None) -> list[Scored]:
     """Each correction's ``variants`` with their log P given its source: from ``given`` (per
     correction, the texts scored already) where it has them, the others from ``score``, about
     ``group`` rows a call (``whole``: a correction's rows in one call; else cut every ``group``
     rows, given ones counted), each (source, text) pair once per call and kept for the later
     calls. A call the scorer refuses (an EdiT5 whose order positions a variant outgrows) is
-    scored pair by pair, None where it cannot."""
+    scored pair by pair, None where it cannot. ``skip``: per correction, its variants after the
+    output not to score (None in their place)."""
     texts = [variants(c) for c in changes]
-    rows = [(i, j) for i, t in enumerate(texts) for j in range(len(t))]
+    rows = [(i, j) for i, t in enumerate(texts) for j in range(len(t)) if not (skip and j and skip[i][j - 1])]
     calls: list[list[tuple[int, int]]] = []
     if whole:
-        for i, t in enumerate(texts):
-            if not calls or len(calls[-1]) >= group:
+        for i, j in rows:
+            if j == 0 and (not calls or len(calls[-1]) >= group):
                 calls.append([])
-            calls[-1] += [(i, j) for j in range(len(t))]
+            calls[-1].append((i, j))
     else:
         calls = [rows[at:at + group] for at in range(0, len(rows), group)]
     out: list[list[float | None]] = [[None] * len(t) for t in texts]
@@ -155,20 +180,34 @@ def rescore(changes: Sequence[Correction], score: Scorer, group: int = GROUP,
     """Each of ``changes`` with each edit undone whose undoing ``score`` rates higher than the
     output (by more than ``margin`` nats: a looser level keeps edits that cost that much), and its
     scored variants; a correction that keeps every edit carries their ``margins``, one ``score``
-    cannot rate stays as it is. ``score`` is called on about ``group`` variants at a time."""
+    cannot rate stays as it is. ``score`` is called on about ``group`` variants at a time.
+
+    An edit whose undoing ``score.bound`` puts below the output by more than ``margin`` (and
+    ``SLACK``) is kept without its variant scored: that variant is left out of the scored ones
+    (a confidence scores it, ``confidence.score_units``) and its margin is None."""
     todo = [c for c in changes if c.edits]  # a unit left as it was costs nothing
-    found = iter(score_variants([c.input for c in todo], todo, score, group=group))
+    bound = getattr(score, "bound", None)
+    sure = [[bound is not None and _below(bound(c.input, c.output, v), -margin - SLACK) for v in variants(c)[1:]]
+            for c in todo]
+    found = iter(score_variants([c.input for c in todo], todo, score, group=group, skip=sure))
+    sure_of = iter(sure)
     out: list[tuple[Correction, Scored]] = []
     for c in changes:
         if not c.edits:
             out.append((c, []))
             continue
-        scored = next(found)
+        scored, kept = next(found), next(sure_of)
         full, undone = scored[0][1], [s for _, s in scored[1:]]
-        if full is not None and None not in undone:
-            c = c.keep([e for e, s in zip(c.edits, undone) if full + margin >= s])
-        out.append((replace(c, margins=tuple(margins(scored))) if len(c.edits) == len(scored) - 1 else c, scored))
+        if full is not None and all(k or s is not None for k, s in zip(kept, undone)):
+            c = c.keep([e for e, k, s in zip(c.edits, kept, undone) if k or full + margin >= s])
+        found_margins = tuple(None if k else m for k, m in zip(kept, margins(scored)))
+        out.append((replace(c, margins=found_margins) if len(c.edits) == len(scored) - 1 else c,
+                    [scored[0]] + [v for v, k in zip(scored[1:], kept) if not k]))
     return out
+
+
+def _below(value: float | None, limit: float) -> bool:
+    return value is not None and value < limit
 
 
 def t5_scorer(model, tokenizer, batch_size: int = 64, prefix: str = "", known: Known | None = None,
@@ -189,6 +228,13 @@ def t5_scorer(model, tokenizer, batch_size: int = 64, prefix: str = "", known: K
             out[i] = value
         return out
 
+    def bound(source: str, output: str, variant: str) -> float | None:
+        """``Known.bound`` of the texts (rescoring keeps an edit unscored where it is low enough)."""
+        (src, out), (_, var) = ((tuple(r["input_ids"]), tuple(r["labels"])) for r in
+                                t5_features_batch(tokenizer, [prefix + source] * 2, [output, variant], max_length=1 << 30))
+        return known.bound(src, out, var)
+
+    score.bound = bound
     return score
 
 

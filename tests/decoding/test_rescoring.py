@@ -8,7 +8,7 @@ import torch
 
 from editspec.decoding import core, decoder, drafters
 from editspec.decoding.rescoring import Known, t5_scorer
-from editspec.post.diff import diff
+from editspec.post.diff import apply, diff
 from editspec.tokenization.tokens import encode
 from tests.helpers import random_batch, random_t5, rescored
 
@@ -170,3 +170,58 @@ def test_an_overfitted_t5_keeps_its_right_edits_and_undoes_a_wrong_one(tokenizer
     apart = [k for k, (s, _) in enumerate(changed) if len(diff(s, wrong[k])) == len(diff(s, changed[k][1])) + 1]
     assert len(apart) >= 4
     assert rescored([changed[k][0] for k in apart], [wrong[k] for k in apart], score) == [changed[k][1] for k in apart]
+
+
+def test_the_bound_of_stated_values():
+    """log(1 - P(the output's token where they part)) less the output's log P from there on; None
+    where the decode did not write the output."""
+    import math
+
+    known = Known(tokens={(3, 1): [((5, 6, 1), [-0.1, -0.2, -0.05])]})
+    assert known.bound((3, 1), (5, 6, 1), (5, 7, 8, 1)) == pytest.approx(math.log(1 - math.exp(-0.2)) + 0.25)
+    assert known.bound((3, 1), (5, 6, 1), (9, 1)) == pytest.approx(math.log(1 - math.exp(-0.1)) + 0.35)
+    assert known.bound((3, 1), (5, 6, 2), (5, 7, 1)) is None and known.bound((4, 1), (5, 6, 1), (5, 7, 1)) is None
+    assert Known(tokens={(3, 1): [((5, 1), [0.0, -0.5])]}).bound((3, 1), (5, 1), (6, 1)) == -math.inf
+
+
+def test_the_bound_holds_and_rescoring_with_it_keeps_what_forcing_every_variant_keeps(tokenizer, overfitted_t5):
+    """``Known.bound`` (from the decode's values of the output alone) is above every variant's
+    forced log P less the output's; rescoring that keeps the edits it clears unscored keeps the
+    same edits as rescoring that forces every variant, and forces fewer of them."""
+    model, sources, targets = overfitted_t5
+    eos = tokenizer.eos_token_id
+    ids = lambda text: encode(tokenizer, [text])[0].ids + [eos]  # noqa: E731
+    # outputs with wrong words among the right edits: some variants win, some lose
+    changed = [(s, t) for s, t in zip(sources, targets) if s != t]
+    inputs = [s for s, _ in changed] + [s.replace(" ", " very ", 1) for s, _ in changed]
+    outputs, stats = core.generate(model, [ids(s) for s in inputs], 8, scores=True, max_new_tokens=64)
+    known = Known()
+    known.record([ids(s)[:-1] for s in inputs], outputs, stats, eos)
+    texts = [tokenizer.decode(o, skip_special_tokens=True) for o in outputs]
+    score = t5_scorer(model, tokenizer, known=known)
+    checked = 0
+    for s, out in zip(inputs, texts):
+        for variant in (v for v in [apply(s, diff(s, out)[:k] + diff(s, out)[k + 1:]) for k in range(len(diff(s, out)))]):
+            b = score.bound(s, out, variant)
+            if b is not None:
+                full, var = core.score(model, [ids(s)] * 2, [ids(out), ids(variant)], widths=known.widths)
+                assert var - full <= b + 1e-4
+                checked += 1
+    assert checked >= 20
+    forced = []
+    real = core.score
+
+    def spy(*args, **kwargs):
+        forced.append(len(args[2]))
+        return real(*args, **kwargs)
+
+    core.score = spy
+    try:
+        with_bound = rescored(inputs, texts, score)
+        n_with, forced[:] = sum(forced), []
+        without = rescored(inputs, texts, lambda a, b: score(a, b))  # a plain function: no bound
+        n_without = sum(forced)
+    finally:
+        core.score = real
+    assert with_bound == without and with_bound != texts  # some edits undone, the same ones
+    assert n_with < n_without
