@@ -366,11 +366,14 @@ def score(model: T5ForConditionalGeneration, sources: Sequence[Sequence[int]],
         return out
     given = given or [()] * len(targets)
     order = sorted(range(len(targets)), key=lambda i: (len(sources[i]), len(targets[i])))
-    slots = min(slots, len(order))
-    with (decoders or Decoders()).lease(model, slots, max(widths[0], *map(len, sources)),
-                                        max(widths[1], *map(len, targets))) as dec:
-        for at in range(0, len(order), slots):
-            chunk = order[at:at + slots]
+    decoders = decoders or Decoders()
+    for at in range(0, len(order), slots):
+        chunk = order[at:at + slots]
+        # each pass at its own pairs' widths, unless a decode's are given: attention runs over the
+        # whole cache, and one call's longest pair made every pass as wide (249 positions for
+        # W&I dev's first 500 lines, whose variants are ~25 tokens)
+        with decoders.lease(model, len(chunk), max(widths[0], *(len(sources[i]) for i in chunk)),
+                            max(widths[1], *(len(targets[i]) for i in chunk))) as dec:
             distinct = {tuple(sources[i]): None for i in chunk}
             index = {src: n for n, src in enumerate(distinct)}
             _, mask, hidden = dec.encode([list(src) for src in distinct])

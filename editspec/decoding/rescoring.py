@@ -37,7 +37,7 @@ from typing import Callable, Mapping, Sequence
 import torch
 
 from editspec.decoding import core
-from editspec.decoding.decoder import Decoders
+from editspec.decoding.decoder import Decoders, exact_windows
 from editspec.modeling.features import collate_edit5, edit5_features_batch, t5_features_batch
 from editspec.modeling.tensors import pad
 from editspec.post.diff import Correction, apply
@@ -214,8 +214,12 @@ def t5_scorer(model, tokenizer, batch_size: int = 64, prefix: str = "", known: K
               decoders: Decoders | None = None) -> Scorer:
     """The ``Scorer`` of a T5 (the t5 and speculative modes' output model, ``T5Runner.scorer``) and its
     tokenizer: ``prefix`` goes before every source (the T5 read it there); a pair in ``known`` takes
-    the decode's log P as is, the others are forced at its widths (``core.score`` on ``decoders``)."""
+    the decode's log P as is, the others are forced (``core.score`` on ``decoders``): at the
+    decode's widths where that gives the decode's numbers bit for bit (``decoder.exact_windows``),
+    else at their own (elsewhere the widths move only the last bits, and the decode's were the
+    longest sentence's: 249 positions where a variant needs ~25)."""
     known = known or Known()
+    widths = known.widths if exact_windows(model) else (0, 0)
 
     def score(sources: Sequence[str], targets: Sequence[str]) -> list[float | None]:
         rows = t5_features_batch(tokenizer, [prefix + s for s in sources], targets, max_length=1 << 30)
@@ -223,7 +227,7 @@ def t5_scorer(model, tokenizer, batch_size: int = 64, prefix: str = "", known: K
         out = [known.log_probs.get(key) for key in keys]
         todo = [i for i, value in enumerate(out) if value is None]
         forced = core.score(model, [keys[i][0] for i in todo], [keys[i][1] for i in todo], batch_size,
-                            known.widths, [known.prefix(*keys[i]) for i in todo], decoders)
+                            widths, [known.prefix(*keys[i]) for i in todo], decoders)
         for i, value in zip(todo, forced):
             out[i] = value
         return out

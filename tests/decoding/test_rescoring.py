@@ -6,7 +6,7 @@ test_modeling_edit5.py, beside its overfitted fixture)."""
 import pytest
 import torch
 
-from editspec.decoding import core, decoder, drafters
+from editspec.decoding import core, decoder, drafters, rescoring
 from editspec.decoding.rescoring import Known, t5_scorer
 from editspec.post.diff import apply, diff
 from editspec.tokenization.tokens import encode
@@ -155,7 +155,14 @@ def test_the_t5_scorer_reads_known_scores_instead_of_a_forced_pass(tokenizer, mo
     key = lambda s, t: (ids(s), ids(t))  # noqa: E731
     known = Known({key("fix: " + SOURCE, OUTPUT): -1.5}, widths=(40, 70))
     values = t5_scorer(model, tokenizer, known=known, prefix="fix: ")([SOURCE, SOURCE], [OUTPUT, NO_THE])
-    assert values[0] == -1.5 and forced == [(*key("fix: " + SOURCE, NO_THE), (40, 70))]
+    # float32: the decode's widths would move only the last bits: the pair's own
+    assert values[0] == -1.5 and forced == [(*key("fix: " + SOURCE, NO_THE), (0, 0))]
+    assert values[1] == real(model, [forced[0][0]], [forced[0][1]])[0]
+    # where a window gives the decode's numbers bit for bit, at the decode's widths
+    monkeypatch.setattr(rescoring, "exact_windows", lambda model: True)
+    forced.clear()
+    values = t5_scorer(model, tokenizer, known=known, prefix="fix: ")([SOURCE, SOURCE], [OUTPUT, NO_THE])
+    assert forced == [(*key("fix: " + SOURCE, NO_THE), (40, 70))]
     assert values[1] == real(model, [forced[0][0]], [forced[0][1]], widths=(40, 70))[0]
 
 
