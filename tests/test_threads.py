@@ -35,6 +35,25 @@ def test_the_machine_as_read(monkeypatch):
     assert 1 <= threads.default_threads() <= threads.CAP
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/loadavg"), reason="the kernel's count of running tasks is Linux's")
+def test_busy_cores_counts_the_work_running_now_not_the_last_minute(monkeypatch):
+    """A job spinning beside this process is counted; a load average left by a process that has
+    ended (the run before this one) is not."""
+    import subprocess
+    import sys
+    import time
+
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.5)
+        assert threads.busy_cores() >= 1
+    finally:
+        spinner.kill()
+        spinner.wait()
+    monkeypatch.setattr(os, "getloadavg", lambda: (40.0, 40.0, 40.0))
+    assert threads.busy_cores() < 40
+
+
 def _torch_threads(flag: str, env: dict) -> list[str]:
     """(what apply chose, torch's threads) in a fresh process: apply runs before torch loads."""
     code = ("from editspec import threads\n"
