@@ -50,9 +50,6 @@ if TYPE_CHECKING:
     from transformers import T5ForConditionalGeneration
 
 
-TOP = 8  # likeliest tokens kept at each decoded position (``SpecStats.token_top``)
-
-
 @dataclass
 class SpecStats:
     """Counts of one ``generate`` call; lists have one entry per sentence."""
@@ -67,8 +64,6 @@ class SpecStats:
     # summed token by token as ``score`` sums a teacher-forced pair (the same logits: the same number)
     log_probs: list[float] | None = None
     token_log_probs: list[list[float]] | None = None  # the same, token by token (rescoring reuses a prefix's)
-    # and at each of those tokens the TOP likeliest (ids, log P): rescoring's bound reads them
-    token_top: list[list[tuple[tuple[int, ...], tuple[float, ...]]]] | None = None
     widths: tuple[int, int] = (0, 0)  # the decoder's cache widths (source, target): ``score``'s ``widths``
 
     @classmethod
@@ -170,7 +165,6 @@ def generate(
     stats = SpecStats.empty(n)
     stats.log_probs = [0.0] * n if scores else None
     stats.token_log_probs = [[] for _ in range(n)] if scores else None
-    stats.token_top = [[] for _ in range(n)] if scores else None
     slots = max(1, min(slots, n))
     if drafter is not None:
         drafter.prepare([list(s[:-1]) if s and s[-1] == eos else list(s) for s in sources], eos)
@@ -344,17 +338,14 @@ class CopyTracker:
 
 def add_scores(stats: SpecStats, logits: torch.Tensor, emitted: list[tuple[int, int, list[int]]]) -> None:
     """Each sentence's log-probability grows by its new tokens' (``t5.token_log_probs`` at the
-    positions that predicted them, added one by one as ``score`` adds them); each token's ``TOP``
-    likeliest are kept beside it."""
+    positions that predicted them, added one by one as ``score`` adds them)."""
     positions = [at + j for _, at, new in emitted for j in range(len(new))]
-    found, best = t5.token_log_probs_top(logits[positions], [t for _, _, new in emitted for t in new], TOP)
-    values, tops = iter(found), iter(best)
+    values = iter(t5.token_log_probs(logits[positions], [t for _, _, new in emitted for t in new]))
     for i, _, new in emitted:
         for _ in new:
             value = next(values)
             stats.log_probs[i] += value
             stats.token_log_probs[i].append(value)
-            stats.token_top[i].append(next(tops))
 
 
 @torch.inference_mode()

@@ -62,23 +62,17 @@ class Known:
     # source -> (output, log P of each of its tokens): a variant that begins as the output has
     # those tokens' values already (``prefix``)
     tokens: dict[tuple[int, ...], list[tuple[tuple[int, ...], list[float]]]] = field(default_factory=dict)
-    # (source, output) -> at each output token, the decode's likeliest tokens there (ids, log P)
-    tops: dict[tuple[tuple[int, ...], tuple[int, ...]], list[tuple[tuple[int, ...], tuple[float, ...]]]] = \
-        field(default_factory=dict)
 
     def record(self, sources: Sequence[Sequence[int]], outputs: Sequence[Sequence[int]], stats: core.SpecStats,
                eos: int) -> None:
         """A ``generate(scores=True)`` call's scores: ``sources`` its rows' ids without EOS, ``outputs``
         what it returned; an output cut by its budget (no EOS) is not a pair rescoring looks up."""
-        tops = stats.token_top or [None] * len(outputs)
-        for source, output, n, log_p, values, top in zip(sources, outputs, stats.tokens, stats.log_probs,
-                                                          stats.token_log_probs, tops):
+        for source, output, n, log_p, values in zip(sources, outputs, stats.tokens, stats.log_probs,
+                                                     stats.token_log_probs):
             if n == len(output) + 1:  # ended with EOS
                 key = (tuple(source) + (eos,), tuple(output) + (eos,))
                 self.log_probs[key] = log_p
                 self.tokens.setdefault(key[0], []).append((key[1], values))
-                if top is not None:
-                    self.tops[key] = top
         self.widths = tuple(map(max, self.widths, stats.widths))
 
     def values(self, source: tuple[int, ...], output: tuple[int, ...]) -> list[float] | None:
@@ -90,22 +84,16 @@ class Known:
         """An upper bound of log P(variant) less log P(output) (ids ending in EOS), from the decode's
         values of ``output`` alone, or None where it has none. Exact: up to the first token where
         they differ, p, the two share their log P; there the variant's token is another than the
-        output's, with the log P the decode found for it if it was among the likeliest there
-        (``tops``), else at most the least of those and at most log(1 - P(output's token)); after
-        it, each at most 0:
+        output's, so its probability is at most 1 - P(output's token); after it, at most 1:
 
-            log P(variant) - log P(output) <= log P(variant[p]) - (v[p] + v[p+1] + ... )
+            log P(variant) - log P(output) <= log(1 - exp(v[p])) - (v[p] + v[p+1] + ... )
         """
         values = self.values(source, output)
         p = next((k for k, (a, b) in enumerate(zip(output, variant)) if a != b), None)
         if values is None or p is None:
             return None
-        at = -math.inf if values[p] >= 0.0 else math.log1p(-math.exp(values[p]))
-        top = self.tops.get((source, output))
-        if top is not None:
-            ids, found = top[p]
-            at = found[ids.index(variant[p])] if variant[p] in ids else min(at, found[-1])
-        return at - math.fsum(values[p:])
+        rest = math.fsum(values[p:])
+        return -math.inf if values[p] >= 0.0 else math.log1p(-math.exp(values[p])) - rest
 
     def prefix(self, source: tuple[int, ...], target: tuple[int, ...]) -> list[float]:
         """The decode's log P of ``target``'s first tokens, as many as it shares with an output of

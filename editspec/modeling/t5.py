@@ -78,17 +78,6 @@ def token_log_probs(logits: torch.Tensor, tokens: Sequence[int]) -> list[float]:
     return wide.log_softmax(-1).gather(-1, index)[:, 0].tolist()
 
 
-def token_log_probs_top(logits: torch.Tensor, tokens: Sequence[int],
-                        k: int) -> tuple[list[float], list[tuple[tuple[int, ...], tuple[float, ...]]]]:
-    """``token_log_probs`` (the same numbers: the same log-softmax) and each row's ``k`` likeliest
-    tokens with their log P, likeliest first."""
-    index = torch.tensor(tokens, device=logits.device)[:, None]
-    rows = logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(-1)
-    best = rows.topk(k, -1)
-    return rows.gather(-1, index)[:, 0].tolist(), [
-        (tuple(i), tuple(v)) for i, v in zip(best.indices.tolist(), best.values.tolist())]
-
-
 def token_probs(logits: torch.Tensor, temperature: float = 1.0, top_p: float = 1.0) -> torch.Tensor:
     """Sampling distribution over the vocabulary for logits [..., vocab]: temperature, then
     top-p (nucleus), as transformers' ``generate(do_sample=True)`` applies them; softmax in >= float32."""

@@ -189,11 +189,6 @@ def test_the_bound_of_stated_values():
     assert known.bound((3, 1), (5, 6, 1), (9, 1)) == pytest.approx(math.log(1 - math.exp(-0.1)) + 0.35)
     assert known.bound((3, 1), (5, 6, 2), (5, 7, 1)) is None and known.bound((4, 1), (5, 6, 1), (5, 7, 1)) is None
     assert Known(tokens={(3, 1): [((5, 1), [0.0, -0.5])]}).bound((3, 1), (5, 1), (6, 1)) == -math.inf
-    # with the likeliest tokens where they part: the variant's own log P there, or at most the least
-    known.tops[(3, 1), (5, 6, 1)] = [((5, 4), (-0.1, -2.5)), ((6, 7), (-0.2, -1.0)), ((1, 2), (-0.05, -3.0))]
-    assert known.bound((3, 1), (5, 6, 1), (5, 7, 8, 1)) == pytest.approx(-1.0 + 0.25)
-    assert known.bound((3, 1), (5, 6, 1), (5, 9, 1)) == pytest.approx(math.log(1 - math.exp(-0.2)) + 0.25)
-    assert known.bound((3, 1), (5, 6, 1), (9, 1)) == pytest.approx(-2.5 + 0.35)
 
 
 def test_the_bound_holds_and_rescoring_with_it_keeps_what_forcing_every_variant_keeps(tokenizer, overfitted_t5):
