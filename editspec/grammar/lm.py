@@ -129,46 +129,30 @@ class NgramLM:
 
     def token_logprobs(self, tokens: Sequence[str]) -> np.ndarray:
         """ln S(w_i | history) of each token after <s>, with </s> last (len(tokens) + 1 values)."""
-        seq = [BOS, *tokens, EOS]
-        h = self.hashes(seq)
-        m = len(seq)
-        # counts[k][i]: ln count of the k-gram ending at position i (k = 1..order); -inf if absent
-        counts = np.full((self.order + 1, m), -np.inf)
-        counts[0, :] = self.log_total
-        for k in range(1, self.order + 1):
-            keys = ngram_keys(h, k)
-            if len(keys):
-                counts[k, k - 1:] = self.tables[k - 1].log_counts(keys)
-        out = np.empty(m - 1)
-        for i in range(1, m):
-            out[i - 1] = self._backoff(counts, i)
-        return out
-
-    def _backoff(self, counts: np.ndarray, i: int) -> float:
-        for k in range(min(self.order, i + 1), 0, -1):
-            c = counts[k, i]
-            if c > -np.inf:
-                ctx = counts[k - 1, i - 1] if k > 1 else self.log_total
-                ctx = ctx if ctx > -np.inf else c
-                return min(0.0, c - ctx) + (self.order - k) * BACKOFF
-        return self.order * BACKOFF - self.log_total
+        return self._flat([[BOS, *tokens, EOS]])[0][1:]
 
     def score(self, text: str) -> float:
         """Total ln score of one sentence's text (its tokens, then </s>)."""
-        return float(self.token_logprobs(tokenize(text)).sum())
+        return self.scores([text])[0]
 
     def scores(self, texts: Sequence[str]) -> list[float]:
-        """``score`` of each text, the same numbers, from one lookup per order over all of them (a
-        grammar step judges ~4 texts a sentence: one lookup each cost ~2.7 ms a sentence)."""
-        seqs = [[BOS, *tokenize(t), EOS] for t in texts]
-        if not seqs:
-            return []
+        """``score`` of each text, from one lookup per order over all of them (a grammar step judges
+        ~4 texts a sentence: one lookup each cost ~2.7 ms a sentence)."""
+        out, lengths = self._flat([[BOS, *tokenize(t), EOS] for t in texts])
+        ends = np.cumsum(lengths)
+        return [float(out[end - n + 1:end].sum()) for end, n in zip(ends, lengths)]
+
+    def _flat(self, seqs: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
+        """ln S of every word of ``seqs`` (each from <s> to </s>) laid end to end (NaN at each <s>),
+        and the sequences' lengths. Stupid backoff: the longest n-gram seen, up to the word's
+        sequence start, decides; an n-gram never reaches back over its sequence's start."""
+        lengths = np.array([len(s) for s in seqs], dtype=np.int64)
+        if not len(lengths):
+            return np.zeros(0), lengths
         h = self.hashes([w for s in seqs for w in s])  # [N] every sequence's words, end to end
-        lengths = np.array([len(s) for s in seqs])
-        begins = np.repeat(np.cumsum(lengths) - lengths, lengths)
-        pos = np.arange(len(h)) - begins  # [N] each word's place in its sequence
+        pos = np.arange(len(h)) - np.repeat(np.cumsum(lengths) - lengths, lengths)  # place in its sequence
         # counts[k][j]: ln count of the k-gram ending at flat position j, -inf if absent or if it
-        # would reach back over its sequence's start (as token_logprobs' row of one sequence)
+        # would reach back over its sequence's start
         counts = np.full((self.order + 1, len(h)), -np.inf)
         counts[0, :] = self.log_total
         for k in range(1, self.order + 1):
@@ -176,17 +160,15 @@ class NgramLM:
             if len(keys):
                 found = self.tables[k - 1].log_counts(keys)
                 counts[k, k - 1:] = np.where(pos[k - 1:] >= k - 1, found, -np.inf)
-        out = np.full(len(h), np.nan)  # position 0 of each sequence (<s>) is not scored
-        for k in range(self.order, 0, -1):  # _backoff: the longest n-gram seen decides
+        out = np.full(len(h), np.nan)
+        for k in range(self.order, 0, -1):
             c = counts[k]
             ctx = np.full(len(h), self.log_total) if k == 1 else np.concatenate(([-np.inf], counts[k - 1, :-1]))
             ctx = np.where(ctx > -np.inf, ctx, c)
             now = np.isnan(out) & (pos >= 1) & (pos + 1 >= k) & (c > -np.inf)
             with np.errstate(invalid="ignore"):
                 out = np.where(now, np.minimum(0.0, c - ctx) + (self.order - k) * BACKOFF, out)
-        out = np.where(np.isnan(out) & (pos >= 1), self.order * BACKOFF - self.log_total, out)
-        ends = np.cumsum(lengths)
-        return [float(out[end - n + 1:end].sum()) for end, n in zip(ends, lengths)]
+        return np.where(np.isnan(out) & (pos >= 1), self.order * BACKOFF - self.log_total, out), lengths
 
 
 def _read_header(buf) -> tuple[dict, int]:
