@@ -94,13 +94,7 @@ class GrammarStep:
     def judge(self, texts: Sequence[str], patterns: set[str] | None = None) -> list[list[Judged]]:
         """Every candidate of every text with its margin (the step's raw findings; tuning reads
         these): the LM scores all of the texts' sentences and variants in one call."""
-        asked = [self.variants(doc, patterns) for doc in self.parse(texts)]
-        scores = iter(self.lm.scores([t for bases, found in asked for t in [*bases, *(v for _, _, v in found)]]))
-        out = []
-        for bases, found in asked:
-            base = [next(scores) for _ in bases]
-            out.append([Judged(c, margin(base[b], next(scores))) for c, b, _ in found])
-        return out
+        return self._judged([self.variants(doc, patterns) for doc in self.parse(texts)])
 
     def parse(self, texts: Sequence[str]):
         # no lemmatizer: the rules lemmatize the few tokens they read (``rules.lazy_lemmas``)
@@ -108,9 +102,16 @@ class GrammarStep:
 
     def judge_doc(self, doc, patterns: set[str] | None = None) -> list[Judged]:
         """``judge`` of one parsed text."""
-        bases, found = self.variants(doc, patterns)
-        scores = self.lm.scores([*bases, *(v for _, _, v in found)])
-        return [Judged(c, margin(scores[b], s)) for (c, b, _), s in zip(found, scores[len(bases):])]
+        return self._judged([self.variants(doc, patterns)])[0]
+
+    def _judged(self, asked: list[tuple[list[str], list[tuple[Candidate, int, str]]]]) -> list[list[Judged]]:
+        """Each text's candidates with their margins, from ``variants`` of each: one LM call."""
+        scores = iter(self.lm.scores([t for bases, found in asked for t in [*bases, *(v for _, _, v in found)]]))
+        out = []
+        for bases, found in asked:
+            base = [next(scores) for _ in bases]
+            out.append([Judged(c, margin(base[b], next(scores))) for c, b, _ in found])
+        return out
 
     def variants(self, doc, patterns: set[str] | None = None) -> tuple[list[str], list[tuple[Candidate, int, str]]]:
         """What the LM reads of a parsed text: the sentences that hold a candidate, and each
