@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from editspec import confidence, grammar
+from editspec.grammar import parser as parsing
 from editspec.bundle import KINDS, Bundle
 from editspec.chain import Corrected, Unit, lift
 from editspec.config import (CorrectorConfig, Level, LoadOptions, check_batch_size, check_beams, check_level,
@@ -65,8 +66,9 @@ class Corrector(Steps):
         self.bundle = bundle if all(getattr(bundle, k) is None for k in KINDS if k not in uses) else bundle.only(*uses)
         self.config = config.replace(mode=mode)
         self.level_of(None)  # one line of error now for a level this mode cannot run
-        if self.config.grammar:  # its files checked now; loaded at the first call (``grammar_step``)
+        if self.config.grammar:  # its files checked now, its parser started (spaCy loads meanwhile)
             grammar.check_files()
+            parsing.start()
         self._grammar: dict[str, object] = {}  # the grammar step per level, built once (``grammar_step``)
         self.timings = OFF  # a ``timing.Timings`` to see where the time goes (editspec profile --pipeline)
         # rescoring reads the T5 decode's own scores (``rescoring.Known``); False: every pair forced
@@ -190,14 +192,14 @@ class Corrector(Steps):
 
     def grammar_step(self, level: Level):
         """The grammar step at ``level`` (picky adds its pattern), built at the first call: the
-        language model and spaCy once per corrector, shared by the levels."""
+        language model once per corrector, shared by the levels, and the process's parser."""
         if level.name not in self._grammar:
             from editspec.grammar.step import GrammarStep, Settings
 
             first = next(iter(self._grammar.values()), None)
             settings = Settings.from_file(grammar.DEFAULT_SETTINGS, level.name)
             self._grammar[level.name] = GrammarStep.load(settings, grammar.DEFAULT_LM) if first is None else \
-                GrammarStep(first.lm, settings, first.nlp)
+                GrammarStep(first.lm, settings, first.parser)
         return self._grammar[level.name]
 
     # -- the chain: units -> spelling -> rounds of (tokenize, decode, edits, checks, rescore) --

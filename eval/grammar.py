@@ -21,7 +21,7 @@ from pathlib import Path
 
 from editspec.data import m2
 from editspec.evaluation.errant import ErrantEvaluator
-from editspec.grammar.rules import Candidate
+from editspec.grammar import Candidate, parser as parsing
 from editspec.grammar.step import GrammarStep, Judged, Settings
 
 # candidates below these margins are never scored by ERRANT (no threshold goes there: measured on
@@ -38,18 +38,19 @@ def judge(a) -> None:
 
     from spacy.tokens import DocBin
 
-    step = GrammarStep(NgramLM.load(a.lm), Settings())
+    parser = parsing.InProcess()  # the docs themselves, kept: other LMs judge the same parses
+    step = GrammarStep(NgramLM.load(a.lm), Settings(), parser)
     hyps = _lines(a.hyp)
-    cache = Path(a.docs) if a.docs else None  # the parses, kept: other LMs judge the same docs
+    cache = Path(a.docs) if a.docs else None
     if cache and cache.exists():
-        docs = list(DocBin().from_disk(cache).get_docs(step.nlp.vocab))
+        docs = list(DocBin().from_disk(cache).get_docs(parser.nlp.vocab))
     else:
-        docs = list(step.parse(hyps))
+        docs = list(parser.parse(hyps))
         if cache:
             DocBin(docs=docs).to_disk(cache)
     with open(a.output, "w", encoding="utf-8") as f:
         for doc in docs:
-            found = step.judge_doc(doc)
+            (found,) = step.judged([parsing.found(doc)])
             f.write(json.dumps([[j.candidate.__dict__, round(j.margin, 5)] for j in found]) + "\n")
 
 

@@ -124,12 +124,23 @@ def corrector_from_args(args: argparse.Namespace):
     collector is off meanwhile: importing torch and loading the models make many objects and
     almost no garbage, and its passes over them cost 0.12 s of `import torch` alone (issue 71,
     Intel Xeon); what they made is then frozen (``gc.freeze``: later passes skip it)."""
+    from editspec.grammar import parser
+
+    # the grammar step's parser loads spaCy in a process of its own while this one imports torch:
+    # started now where the step will run (asked for, or the shipped bundle's settings, which turn
+    # it on), and ended once the corrector's settings say otherwise
+    guess = args.grammar or (args.grammar is None and args.model is None and args.edit5 is None and args.t5 is None)
+    if guess:
+        parser.start()
     was = gc.isenabled()
     gc.disable()
     try:
         from editspec.corrector import Corrector
 
-        return Corrector.from_pretrained(options=corrector_options(args))
+        corrector = Corrector.from_pretrained(options=corrector_options(args))
+        if guess and not corrector.config.grammar:
+            parser.release()
+        return corrector
     finally:
         gc.freeze()
         if was:

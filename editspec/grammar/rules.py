@@ -13,10 +13,10 @@ where the form disagrees with its parsed head, so a form that agrees is never un
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from lemminflect import getInflection
 from spacy.tokens import Doc, Token
+
+from editspec.grammar import Candidate
 
 SINGULAR_DET = {"a", "an", "one", "each", "every", "this", "that", "another", "either", "neither"}
 PLURAL_DET = {"many", "several", "these", "those", "few", "both", "various", "numerous"}
@@ -36,20 +36,10 @@ BASE_AUX = {"to", "do", "does", "did"}  # with modals (tag MD): the bare infinit
 
 def lazy_lemmas(nlp) -> None:
     """``token._.lemma``: the pipeline's lemma, made when a rule asks for it where the parse ran
-    without the lemmatizer (``GrammarStep.parse``): the rules read a few tokens' lemmas, and
+    without the lemmatizer (``parser.InProcess.parse``): the rules read a few tokens' lemmas, and
     lemmatizing every token took a fifth of the parse (0.8 s of 4.4 s for 500 W&I sentences)."""
     lemmatizer = nlp.get_pipe("lemmatizer")
     Token.set_extension("lemma", getter=lambda t: t.lemma_ or lemmatizer.lemmatize(t)[0], force=True)
-
-
-@dataclass(frozen=True)
-class Candidate:
-    start: int  # character offsets of the replaced span in the parsed text
-    end: int
-    replacement: str
-    pattern: str  # sva, noun_num, verb_form, an, det_missing, det_unneeded, confusable
-    etype: str  # its ERRANT type
-    message: str
 
 
 def _case(word: str, like: str) -> str:

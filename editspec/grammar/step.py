@@ -2,7 +2,7 @@
 language model of correct English (lm.py) on its whole sentence, kept where its score beats the
 original's by a pattern's margin (Bryant and Briscoe 2018), as data:
 
-    step = GrammarStep.load()                        # the LM and spaCy, once a process
+    step = GrammarStep.load()                        # the LM; spaCy in its own process (parser.py)
     step.correct(["She have two book."])            # -> [[GrammarEdit(4, 8, "has", "R:VERB:SVA",
                                                     #       "the verb should agree with its subject
                                                     #       'She'", 1.0, "sva", 0.24), ...books...]]
@@ -23,9 +23,8 @@ from typing import Sequence
 import numpy as np
 
 from editspec.errors import EditspecError
-from editspec.grammar import DEFAULT_LM, DEFAULT_SETTINGS
+from editspec.grammar import DEFAULT_LM, DEFAULT_SETTINGS, Candidate, parser as parsing
 from editspec.grammar.lm import NgramLM
-from editspec.grammar.rules import Candidate, candidates, lazy_lemmas
 from editspec.post.diff import Edit, apply
 
 
@@ -75,14 +74,12 @@ class Judged:
 
 
 class GrammarStep:
-    """Built once a process: holds the language model and the spaCy pipeline."""
+    """Built once a process: holds the language model and the parser (``parser.start()``'s
+    process of its own unless one is given: ``parser.InProcess`` reads spaCy's docs here)."""
 
-    def __init__(self, lm: NgramLM, settings: Settings, nlp=None):
-        from editspec.data.tokenized import spacy_nlp
-
+    def __init__(self, lm: NgramLM, settings: Settings, parser: parsing.Child | parsing.InProcess | None = None):
         self.lm, self.settings = lm, settings
-        self.nlp = nlp if nlp is not None else spacy_nlp()
-        lazy_lemmas(self.nlp)
+        self.parser = parser if parser is not None else parsing.start()
 
     @classmethod
     def load(cls, settings: Settings | None = None, lm_path: str | Path = DEFAULT_LM,
@@ -94,41 +91,16 @@ class GrammarStep:
     def judge(self, texts: Sequence[str], patterns: set[str] | None = None) -> list[list[Judged]]:
         """Every candidate of every text with its margin (the step's raw findings; tuning reads
         these): the LM scores all of the texts' sentences and variants in one call."""
-        return self._judged([self.variants(doc, patterns) for doc in self.parse(texts)])
+        return self.judged(self.parser.found(texts, patterns))
 
-    def parse(self, texts: Sequence[str]):
-        # no lemmatizer: the rules lemmatize the few tokens they read (``rules.lazy_lemmas``)
-        return self.nlp.pipe(texts, disable=["lemmatizer"], batch_size=64)
-
-    def judge_doc(self, doc, patterns: set[str] | None = None) -> list[Judged]:
-        """``judge`` of one parsed text."""
-        return self._judged([self.variants(doc, patterns)])[0]
-
-    def _judged(self, asked: list[tuple[list[str], list[tuple[Candidate, int, str]]]]) -> list[list[Judged]]:
-        """Each text's candidates with their margins, from ``variants`` of each: one LM call."""
+    def judged(self, asked: Sequence[parsing.Found]) -> list[list[Judged]]:
+        """Each text's candidates with their margins, from what the parser found of each: one LM call."""
         scores = iter(self.lm.scores([t for bases, found in asked for t in [*bases, *(v for _, _, v in found)]]))
         out = []
         for bases, found in asked:
             base = [next(scores) for _ in bases]
             out.append([Judged(c, margin(base[b], next(scores))) for c, b, _ in found])
         return out
-
-    def variants(self, doc, patterns: set[str] | None = None) -> tuple[list[str], list[tuple[Candidate, int, str]]]:
-        """What the LM reads of a parsed text: the sentences that hold a candidate, and each
-        candidate with its sentence's index there and its sentence with the candidate made."""
-        bases: list[str] = []
-        where: dict[int, int] = {}  # a sentence's first token -> its index in bases
-        found = []
-        text = doc.text
-        for c in candidates(doc, patterns):
-            sent = doc.char_span(c.start, c.end, alignment_mode="expand") if c.end > c.start else \
-                doc.char_span(c.start, c.start + 1, alignment_mode="expand")
-            s = sent.sent if sent is not None else doc[:]
-            if s.start not in where:
-                where[s.start] = len(bases)
-                bases.append(s.text)
-            found.append((c, where[s.start], text[s.start_char:c.start] + c.replacement + text[c.end:s.end_char]))
-        return bases, found
 
     def correct(self, texts: Sequence[str]) -> list[list[GrammarEdit]]:
         """Per text, the accepted edits: a pattern that is on, a margin above its threshold, the
