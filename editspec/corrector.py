@@ -29,8 +29,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from editspec import confidence, grammar
-from editspec.grammar import parser as parsing
+import torch
+
+from editspec import confidence, grammar, threads
 from editspec.bundle import KINDS, Bundle
 from editspec.chain import Corrected, Unit, lift
 from editspec.config import (CorrectorConfig, Level, LoadOptions, check_batch_size, check_beams, check_level,
@@ -38,6 +39,7 @@ from editspec.config import (CorrectorConfig, Level, LoadOptions, check_batch_si
 from editspec.decoding import rescoring
 from editspec.decoding.runners import RUNNERS
 from editspec.errors import EditspecError
+from editspec.grammar import parser as parsing
 from editspec.modeling import loading
 from editspec.modeling.loading import resolve_models
 from editspec.nbest import ALTERNATIVES, rejoined
@@ -81,6 +83,8 @@ class Corrector(Steps):
         # what each drafter has cost per sentence, measured on this corrector's sentences after what
         # earlier processes measured with these models on this machine (``decoding.measured``)
         self.bundle.costs.fresh_drafts(batch_size)
+        if threads.DEFAULT:  # the process's thread count is ours to choose: by its passes' costs here
+            torch.set_num_threads(self.bundle.costs.fastest_threads(batch_size, threads.DEFAULT))
 
     @classmethod
     def from_pretrained(cls, model: str | os.PathLike | None = None, options: LoadOptions | None = None,

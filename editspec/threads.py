@@ -19,6 +19,12 @@ with ``--threads 1`` for 1,000 lines. So the default is::
     CAP        4: beyond a few threads the fork/join cost of an op of this size outweighs its share
                of the work (reasoned from the op sizes, not measured on an idle many-core machine)
 
+That count is the most a process takes. Where it is more than one, a corrector with a T5 then
+times the T5's decoder passes at 1 thread and at that count on this machine (``Costs.fastest_threads``:
+kept per machine, as the window's pass costs are) and keeps the faster: whether a second thread
+pays depends on the CPU (the CTranslate2 script's second thread: 1.65x on an AMD EPYC, none on an
+Intel Xeon; issue 77), not on a rule.
+
 ``OMP_NUM_THREADS``, when set (by the user, or by torchrun for several processes), is the user's
 choice and is left alone. The choice is made before torch loads, through ``OMP_NUM_THREADS``
 (torch reads it when it loads), so a command that never needs torch (an empty input) never
@@ -33,6 +39,7 @@ import sys
 import time
 
 CAP = 4
+DEFAULT: int | None = None  # the count ``apply`` chose itself (None: the user's, or none chosen): a measurement may lower it
 
 
 def allowed_cores() -> int:
@@ -90,11 +97,13 @@ def apply(threads: int | None, force: bool = False) -> int | None:
     is loaded already, as the CLI would choose it (issue 71: the API kept torch's one thread per
     core, and measured the CPU's pass costs again for that count); the choice is then kept in
     ``OMP_NUM_THREADS``, so a second corrector of the process keeps it too."""
+    global DEFAULT
     loaded = "torch" in sys.modules
+    DEFAULT = None
     if threads is None:
         if os.environ.get("OMP_NUM_THREADS") or (loaded and not force):
             return None
-        threads = default_threads()
+        threads = DEFAULT = default_threads()
         if loaded:
             os.environ["OMP_NUM_THREADS"] = str(threads)  # the process's choice, for its next corrector
     if loaded or threads > allowed_cores():

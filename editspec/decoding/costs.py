@@ -85,6 +85,21 @@ class Costs:
                 self._passes[name] = costs
             return self._passes[name]
 
+    def fastest_threads(self, slots: int, most: int) -> int:
+        """1 or ``most`` threads, whichever makes the T5's passes of ``slots`` rows cheaper per
+        token at their cheapest width (full acceptance, as the window reads them); ``most`` where
+        they tie. Each count's costs are ``passes``', measured once per machine and kept."""
+        if most <= 1 or self.t5 is None or self.t5.device.type != "cpu":
+            return max(1, most)
+        was, per_token = torch.get_num_threads(), {}
+        try:
+            for n in (most, 1):
+                torch.set_num_threads(n)
+                per_token[n] = min(c / (1 + w) for w, c in self.passes(slots).items())
+        finally:
+            torch.set_num_threads(was)
+        return 1 if per_token[1] < per_token[most] else most
+
     # -- the speculative drafters' --
 
     def drafts_key(self, slots: int) -> dict | None:

@@ -205,3 +205,44 @@ def test_costs_kept_under_load_are_measured_again_once_the_load_halves(cache, co
     load[0] = 0.01
     policy(model, 4)
     assert counted == [4, 4]  # measured at a load under BUSY: read whatever the load now
+
+
+@pytest.mark.parametrize("second_thread, chosen", [(0.6, 2), (1.3, 1), (1.0, 2)])
+def test_the_thread_count_is_the_one_whose_passes_cost_less_here(cache, monkeypatch, second_thread, chosen):
+    """``fastest_threads``: 1 or the most allowed, by the passes measured at each (a tie: the most);
+    each count's costs measured once per machine, then read; the process's count left as it was."""
+    calls = []
+
+    def measure(model, slots):
+        n = torch.get_num_threads()
+        calls.append(n)
+        scale = second_thread if n == 2 else 1.0
+        return {0: 0.05 * scale, 1: 0.06 * scale, 2: 0.08 * scale}
+
+    monkeypatch.setattr(costs, "measure", measure)
+    before = torch.get_num_threads()
+    assert Costs(random_t5(0)).fastest_threads(4, 2) == chosen and sorted(calls) == [1, 2]
+    assert Costs(random_t5(1)).fastest_threads(4, 2) == chosen and len(calls) == 2  # the next process reads them
+    assert torch.get_num_threads() == before
+    assert Costs(random_t5(0)).fastest_threads(4, 1) == 1 and Costs().fastest_threads(4, 3) == 3 and len(calls) == 2
+
+
+def test_a_corrector_takes_the_faster_count_only_where_the_count_was_its_own(cache, monkeypatch, tmp_path, tokenizer):
+    from editspec import threads
+    from editspec.bundle import Bundle
+    from editspec.corrector import Corrector
+    from tests.helpers import save, tiny_t5
+
+    monkeypatch.setattr(costs, "measure", lambda model, slots: {0: 0.05 * (2.0 if torch.get_num_threads() > 1 else 1.0)})
+    t5 = save(tiny_t5(tokenizer), tokenizer, tmp_path / "t5")
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.setattr(threads, "DEFAULT", None)  # --threads 2, or OMP_NUM_THREADS: the user's
+        torch.set_num_threads(2)
+        Corrector(Bundle.load(None, t5, ("t5",)), batch_size=4)
+        assert torch.get_num_threads() == 2
+        monkeypatch.setattr(threads, "DEFAULT", 2)  # chosen by ``threads.apply``: 1 is faster here
+        Corrector(Bundle.load(None, t5, ("t5",)), batch_size=4)
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
