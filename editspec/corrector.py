@@ -25,6 +25,7 @@ Each step runs inside ``self.timings(step)`` (``editspec profile --pipeline``). 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
@@ -40,7 +41,7 @@ from editspec.decoding import rescoring
 from editspec.decoding.runners import RUNNERS
 from editspec.errors import EditspecError
 from editspec.grammar import parser as parsing
-from editspec.modeling import loading
+from editspec.modeling import loading, precision
 from editspec.modeling.loading import resolve_models
 from editspec.nbest import ALTERNATIVES, rejoined
 from editspec.post import error_types
@@ -116,9 +117,26 @@ class Corrector(Steps):
                      str(o.model if o.model is not None else loading.DEFAULT_MODEL))
         if config.grammar:
             grammar.check_files()
-        bundle = Bundle.load(edit5_path, t5_path, RUNNERS[mode].mode.uses, o.device, o.dtype, o.quantize)
+        uses = RUNNERS[mode].mode.uses
+        device = loading.resolve_device(o.device)
+        shape = precision.shape_of(t5_path if "t5" in uses and t5_path else edit5_path)
+        if o.dtype is None and precision.chooses(device, o.quantize, shape) and precision.chosen(device, shape) is None:
+            cls._measure_dtype(edit5_path, t5_path, uses, device, shape, config.replace(mode=mode), o)
+        bundle = Bundle.load(edit5_path, t5_path, uses, device, o.dtype, o.quantize)  # the type kept, where chosen
         return cls(bundle, config.replace(mode=mode), batch_size=o.batch_size, max_length=o.max_length,
                    num_beams=o.num_beams)
+
+    @classmethod
+    def _measure_dtype(cls, edit5_path: str | None, t5_path: str | None, uses: Sequence[str], device,
+                       shape: dict, config: CorrectorConfig, o: LoadOptions) -> None:
+        """float32 against bfloat16 on this machine, once (``precision``'s module docstring): a whole
+        correction of the sample text in each, without the steps no type changes the cost of (the
+        spelling index's first build, the grammar step); the faster kept for these models' shape."""
+        probe = config.replace(spelling=False, grammar=False)
+        seconds = {precision.dtype_name(t): timed_correction(
+            lambda t=t: Bundle.load(edit5_path, t5_path, uses, device, t),
+            lambda b: cls(b, probe, batch_size=o.batch_size, max_length=o.max_length)) for t in (torch.float32, torch.bfloat16)}
+        precision.keep(device, shape, seconds)
 
     def level_of(self, name: str | None) -> Level:
         """The settings of level ``name`` (None: the config's ``level``); one line of error for an
@@ -282,3 +300,21 @@ class Corrector(Steps):
                 hyps.update(zip(redo, self.search([encoded[i] for i in redo], hypotheses)))
         return [u.after(changes[i], encoded=encoded[i], scores=scores.get(i, {}), hypotheses=hyps[i])
                 if i in changes else u for i, u in enumerate(units)]
+
+
+PROBE = Path(__file__).resolve().parent / "samples" / "learner.txt"  # ``editspec correct --sample``'s text
+
+
+def timed_correction(load: Callable[[], Bundle], make: Callable[[Bundle], Corrector]) -> float:
+    """Seconds of a whole correction of the sample text (twice: its shapes' first use, then warm)
+    from its models' load, leaving out only what a machine measures once (the corrector's pass
+    costs): how ``from_pretrained`` compares float32 and bfloat16 on a CPU with bf16 units."""
+    texts = PROBE.read_text(encoding="utf-8").splitlines()
+    start = time.perf_counter()
+    bundle = load()
+    loaded = time.perf_counter() - start
+    corrector = make(bundle)
+    start = time.perf_counter()
+    corrector.correct(texts)
+    corrector.correct(texts)
+    return loaded + time.perf_counter() - start
