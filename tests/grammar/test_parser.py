@@ -31,6 +31,13 @@ def _gone(pid: int, seconds: float = 10.0) -> bool:
     return False
 
 
+def _python(script: str) -> str:
+    """What ``script`` prints, run by a new Python from the checkout."""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert run.returncode == 0, run.stderr
+    return run.stdout
+
+
 def test_the_child_finds_what_the_parse_here_finds():
     child = parsing.start()
     here = parsing.InProcess()
@@ -49,9 +56,7 @@ def test_the_step_s_caller_never_imports_spacy_or_torch():
               "texts = ['She have two book.', 'The list of names are long.']\n"
               "print([apply_edits(t, e) for t, e in zip(texts, step.correct(texts))])\n"
               "print(sorted(m for m in ('spacy', 'thinc', 'torch') if m in sys.modules))\n")
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert run.returncode == 0, run.stderr
-    assert run.stdout.splitlines() == ["['She has two books.', 'The list of names is long.']", "[]"]
+    assert _python(script).splitlines() == ["['She has two books.', 'The list of names is long.']", "[]"]
 
 
 def test_a_killed_child_fails_one_call_and_starts_again():
@@ -90,9 +95,7 @@ def test_the_child_ends_with_its_parent():
               "child.found(['ok'])\n"
               "print(child._proc.pid, flush=True)\n"
               "os._exit(0)\n")
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert run.returncode == 0, run.stderr
-    assert _gone(int(run.stdout))
+    assert _gone(int(_python(script)))
 
 
 def test_ctrl_c_reaches_the_command_alone(tmp_path):
