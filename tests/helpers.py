@@ -2,17 +2,24 @@
 sentences, a random T5 whose greedy outputs vary, random padded batches, corrupted pairs, a tiny
 gold M2 set with a system's outputs, and ERRANT's own scoring command."""
 
+from __future__ import annotations
+
 import math
 import random
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
-from transformers import T5Config, T5ForConditionalGeneration
+# torch, transformers and the EdiT5 load in the helpers that build models, not here: a process that
+# imports a test module for a class of its own (the Ray actors of tests/cli/test_ray.py unpickle
+# Sizes) imports this one, and these cost ~9 s a process
+if TYPE_CHECKING:
+    import torch
+    from transformers import T5ForConditionalGeneration
 
-from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
+    from editspec.modeling.modeling_edit5 import EdiT5Model
 
 SUBJECTS = ["I", "You", "He", "She", "We", "They", "The cat", "My friend", "The teacher", "Our class"]
 VERBS = ["like", "likes", "liked", "go", "goes", "went", "see", "saw", "play", "played", "want", "wanted"]
@@ -29,10 +36,14 @@ def sentences(n: int, seed: int = 0) -> list[str]:
 
 
 def random_t5(seed: int, vocab: int = 40, d_model: int = 32, layers: int = 2, heads: int = 4,
-              dtype: torch.dtype = torch.float64) -> T5ForConditionalGeneration:
+              dtype: torch.dtype | None = None) -> T5ForConditionalGeneration:
     """A random T5 whose greedy outputs vary (HF's init repeats one token forever): small
-    embeddings, large projections and a sharp relative position bias. float64 by default, so
+    embeddings, large projections and a sharp relative position bias. float64 by default (None), so
     that window passes and single steps cannot flip a near-tie."""
+    import torch
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    dtype = torch.float64 if dtype is None else dtype
     torch.manual_seed(seed)
     cfg = T5Config(vocab_size=vocab, d_model=d_model, d_kv=d_model // heads, d_ff=2 * d_model,
                    num_layers=layers, num_decoder_layers=layers, num_heads=heads, dropout_rate=0.0,
@@ -51,6 +62,8 @@ def random_t5(seed: int, vocab: int = 40, d_model: int = 32, layers: int = 2, he
 
 def random_batch(gen: torch.Generator, batch: int, vocab: int, min_len: int = 2, max_len: int = 12):
     """Right-padded inputs ``ids + [EOS]`` of random lengths, and their attention mask."""
+    import torch
+
     lengths = torch.randint(min_len, max_len + 1, (batch,), generator=gen).tolist()
     ids = torch.zeros(batch, max(lengths), dtype=torch.long)
     mask = torch.zeros_like(ids)
@@ -89,6 +102,10 @@ def pairs(n: int = 20, seed: int = 1) -> list[tuple[str, str]]:
 def tiny_edit5(tok, identity: bool = False, max_order_positions: int = 24) -> EdiT5Model:
     """A tiny random EdiT5; ``identity``: one that keeps every token and inserts nothing (its
     output is its input byte for byte, so what changes comes from the steps around the model)."""
+    import torch
+
+    from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
+
     config = EdiT5Config(
         vocab_size=len(tok), d_model=16, d_kv=8, d_ff=32, num_heads=2, num_layers=1, num_decoder_layers=1,
         max_order_positions=max_order_positions, tag_embedding_dim=8, tie_word_embeddings=False,
@@ -112,6 +129,8 @@ def tiny_edit5(tok, identity: bool = False, max_order_positions: int = 24) -> Ed
 
 
 def tiny_t5(tok) -> T5ForConditionalGeneration:
+    from transformers import T5Config, T5ForConditionalGeneration
+
     return T5ForConditionalGeneration(T5Config(
         vocab_size=len(tok), d_model=16, d_kv=8, d_ff=32, num_layers=1, num_decoder_layers=1, num_heads=2,
         decoder_start_token_id=tok.pad_token_id, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id))
@@ -126,6 +145,8 @@ def save(model, tok, path: Path) -> Path:
 def tiny_bundle(root, tok) -> Path:
     """Tiny random models saved under ``root``: ``bundle/`` (EdiT5 and T5, chunked at 16 tokens)
     and ``identity/`` (an identity EdiT5, see ``tiny_edit5``)."""
+    import torch
+
     root = Path(root)
     torch.manual_seed(0)
     save(tiny_edit5(tok), tok, root / "bundle" / "edit5")

@@ -5,28 +5,47 @@ from __future__ import annotations
 import json
 
 import torch
-from transformers import T5Config, T5ForConditionalGeneration
-from transformers.models.t5.modeling_t5 import T5Attention
 
 from editspec.modeling import features
-from editspec.modeling.modeling_edit5 import EdiT5Config, EdiT5Model
 from editspec.tokenization.tokens import marker_ids
 from training.config import resolve
 
 
 class ModelKind:
-    """What differs between T5 and EdiT5: features, collate, target length, model class."""
+    """What differs between T5 and EdiT5: features, collate, target length, model class. The
+    classes import transformers when asked for: the data workers featurize with a ModelKind and
+    build no model (~5 s of imports a spawned worker)."""
 
     def __init__(self, name: str):
         self.name = name
         if name == "t5":
             self.featurize_batch, self.collate = features.t5_features_batch, features.collate_t5
-            self.target_key, self.config_cls, self.model_cls = "labels", T5Config, T5ForConditionalGeneration
+            self.target_key = "labels"
         elif name == "edit5":
             self.featurize_batch, self.collate = features.edit5_features_batch, features.collate_edit5
-            self.target_key, self.config_cls, self.model_cls = "insertion_labels", EdiT5Config, EdiT5Model
+            self.target_key = "insertion_labels"
         else:
             raise SystemExit(f"unknown model type {name!r} (t5 or edit5)")
+
+    @property
+    def config_cls(self) -> type:
+        if self.name == "t5":
+            from transformers import T5Config
+
+            return T5Config
+        from editspec.modeling.modeling_edit5 import EdiT5Config
+
+        return EdiT5Config
+
+    @property
+    def model_cls(self) -> type:
+        if self.name == "t5":
+            from transformers import T5ForConditionalGeneration
+
+            return T5ForConditionalGeneration
+        from editspec.modeling.modeling_edit5 import EdiT5Model
+
+        return EdiT5Model
 
     def lengths(self, ex: dict) -> tuple[int, int]:
         return len(ex["input_ids"]), len(ex[self.target_key])
@@ -50,6 +69,8 @@ class ModelKind:
                                  "loss_weighting", "dropout_rate", "tag_loss_weight",
                                  "pointer_loss_weight", "insertion_loss_weight")}
                 if model_cfg.get("share_encoder"):  # the heads on this T5's own encoder, frozen
+                    from transformers import T5ForConditionalGeneration
+
                     t5 = T5ForConditionalGeneration.from_pretrained(str(path), dtype=torch.float32)
                     return frozen_encoder(self.model_cls.on_t5(t5, t5_encoder=str(path.resolve()), **keep, **extra))
                 return self.model_cls.from_t5(str(path), **keep, **extra)
@@ -92,6 +113,8 @@ def add_position_prior(model: torch.nn.Module, strength: float) -> int:
     sequences after 200 steps with the prior (loss 0.27) and is still far from it after 600
     without (3.45; 5.29 = chance).
     """
+    from transformers.models.t5.modeling_t5 import T5Attention
+
     changed = 0
     for module in model.modules():
         if isinstance(module, T5Attention) and module.has_relative_attention_bias:

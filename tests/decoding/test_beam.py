@@ -29,8 +29,9 @@ def hf_beams(model, ids, mask, k, n, lp, es, max_new):
 
 @pytest.mark.parametrize("size", [dict(vocab=40, seed=0), dict(vocab=24, d_model=16, layers=1, heads=2, seed=1)])
 def test_beams_equal_generate(size):
-    """7 settings x 24 random inputs a model, at 1, 5 and 24 slots: every returned hypothesis is
-    transformers', its score within float32's rounding of a sum."""
+    """7 settings x 24 random inputs a model, at 5 and 24 slots, and the first 6 at 1 slot (it
+    searches them one by one, each alone: 24 took two thirds of the test's time): every returned
+    hypothesis is transformers', its score within float32's rounding of a sum."""
     seed = size.pop("seed")
     model = random_t5(seed, dtype=torch.float32, **size)
     gen = torch.Generator().manual_seed(seed)
@@ -41,10 +42,12 @@ def test_beams_equal_generate(size):
         ends |= {len(r) == max_new for r in ref}
         assert len({tuple(r) for r in ref}) > len(ref) // 2  # the n-best lists hold different outputs
         for slots in (1, 5, 24):
-            hyps, _ = beam.generate(model, core.inputs(ids, mask), beam.BeamSettings(k, n, lp, es), slots, max_new)
-            assert [h.ids for hs in hyps for h in hs] == ref, (k, n, lp, es, slots)
+            rows = 6 if slots == 1 else len(ids)
+            hyps, _ = beam.generate(model, core.inputs(ids[:rows], mask[:rows]), beam.BeamSettings(k, n, lp, es),
+                                    slots, max_new)
+            assert [h.ids for hs in hyps for h in hs] == ref[:rows * n], (k, n, lp, es, slots)
             scores = [h.score for hs in hyps for h in hs]
-            assert scores == pytest.approx(ref_scores, rel=1e-5, abs=1e-6)
+            assert scores == pytest.approx(ref_scores[:rows * n], rel=1e-5, abs=1e-6)
     assert ends == {True, False}  # hypotheses ended by EOS and by the budget
 
 

@@ -57,9 +57,11 @@ def test_speculative_equals_undrafted_with_a_copy_penalty():
     for penalty in (0.3, 1.0, 3.0):
         ref, _ = core.generate(model, sources, 7, max_new_tokens=20, copy_penalty=penalty)
         for kind in ("copy", "perfect", "corrupted", "mix"):
-            out, _ = core.generate(model, sources, rng.choice([1, 7, 32]), make(kind, ref, None, rng, vocab),
+            slots = rng.choice([1, 7, 32])
+            rows = len(sources) if slots > 1 else 12  # one slot decodes them one by one: 12 take its path
+            out, _ = core.generate(model, sources[:rows], slots, make(kind, ref[:rows], None, rng, vocab),
                                    20, window=rng.choice([1, 3, 16]), copy_penalty=penalty)
-            assert out == ref, (penalty, kind)
+            assert out == ref[:rows], (penalty, kind, slots)
         if penalty == 3.0:
             assert ref != plain  # the penalty changes some outputs
 

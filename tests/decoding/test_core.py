@@ -69,13 +69,14 @@ KINDS = ["perfect", "empty", "wrong", "longer", "corrupted", "copy", "ngram", "m
 
 
 def test_speculative_equals_greedy():
-    """260 random inputs of very different lengths, every drafter, slots 1, 7 and 32 (refilled
-    as rows finish), windows of 1, 3 or 48 tokens: speculative output is greedy output."""
+    """236 random inputs of very different lengths, every drafter, slots 1, 7 and 32 (refilled
+    as rows finish), windows of 1, 3 or 48 tokens: speculative output is greedy output. One slot
+    decodes its 16 inputs one by one, each alone (40 took half the test's time, the same path)."""
     vocab = 40
     model = random_t5(0, vocab=vocab)
     rng, gen = random.Random(0), torch.Generator().manual_seed(2)
     accepted = Counter()
-    for n, slots in [(120, 32), (100, 7), (40, 1)]:
+    for n, slots in [(120, 32), (100, 7), (16, 1)]:
         sources = mixed_lengths(gen, n, vocab)
         max_new = [rng.choice([3, 12, 30]) for _ in sources]
         ref, stats = core.generate(model, sources, slots, max_new_tokens=max_new)

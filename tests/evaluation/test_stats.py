@@ -1,9 +1,8 @@
 """The paired bootstrap (and eval/significance.py, which runs it on two output files), the AUC."""
 
 import json
-import subprocess
+import runpy
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -13,7 +12,13 @@ from editspec.evaluation.errant import ErrantResult
 from editspec.evaluation.stats import detection_auc, paired_bootstrap
 from tests.helpers import GOLD_M2, GOLD_OUTPUTS
 
-SIGNIFICANCE = Path(__file__).resolve().parents[2] / "eval" / "significance.py"
+
+
+def significance(monkeypatch, *args) -> None:
+    """``python -m eval.significance ARGS`` in this process: ERRANT's spaCy pipeline loads once a
+    session here, not ~5 s in a process of each run."""
+    monkeypatch.setattr(sys, "argv", ["significance.py", *map(str, args)])
+    runpy.run_module("eval.significance", run_name="__main__", alter_sys=True)
 
 
 def result(sentences):
@@ -52,23 +57,21 @@ def test_paired_bootstrap_tells_a_real_gain_from_noise():
         paired_bootstrap(a, result(a_rows[:10]))
 
 
-def test_significance_script_scores_both_files(tmp_path):
+def test_significance_script_scores_both_files(tmp_path, monkeypatch, capsys):
     """eval/significance.py: the gold itself against the unchanged sources is a gain no draw undoes."""
     gold = tmp_path / "gold.m2"
     gold.write_text(GOLD_M2, encoding="utf-8")
     (tmp_path / "a.txt").write_text("".join(s + "\n" for s in GOLD_OUTPUTS), encoding="utf-8")
     (tmp_path / "b.txt").write_text("".join(o + "\n" for o in GOLD_OUTPUTS.values()), encoding="utf-8")
-    run = subprocess.run([sys.executable, str(SIGNIFICANCE), str(gold), str(tmp_path / "a.txt"),
-                          str(tmp_path / "b.txt"), "--samples", "200"], capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    lines = run.stdout.splitlines()
+    significance(monkeypatch, gold, tmp_path / "a.txt", tmp_path / "b.txt", "--samples", "200")
+    lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("A ") and "F0.5 0.0000" in lines[0] and lines[1].startswith("B ")
     report = json.loads(lines[2])
     assert report["delta"] > 0 and report["ci95"][0] >= 0 and report["samples"] == 200
     (tmp_path / "short.txt").write_text("one line\n", encoding="utf-8")
-    bad = subprocess.run([sys.executable, str(SIGNIFICANCE), str(gold), str(tmp_path / "a.txt"),
-                          str(tmp_path / "short.txt")], capture_output=True, text=True)
-    assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1 and "short.txt" in bad.stderr
+    with pytest.raises(SystemExit) as bad:  # a message: exit status 1, the message the one line on stderr
+        significance(monkeypatch, gold, tmp_path / "a.txt", tmp_path / "short.txt")
+    assert isinstance(bad.value.code, str) and len(bad.value.code.splitlines()) == 1 and "short.txt" in bad.value.code
 
 
 def test_detection_auc_counts_ordered_pairs():

@@ -49,15 +49,17 @@ from training.config import load_config
 TINY = [  # every stage: a tiny T5 (still a 12-layer encoder), a few steps; the plan's minutes stay a cap
     "model.config.d_model=32", "model.config.d_kv=8", "model.config.d_ff=64", "model.config.num_heads=4",
     "model.config.tag_embedding_dim=8", "model.config.max_order_positions=64",
-    "data.batch_tokens=1024", "data.max_batch_size=64", "data.pool_size=128", "data.workers=0",
+    "data.batch_tokens=512", "data.max_batch_size=64", "data.pool_size=128", "data.workers=0",
     "data.dev.max_examples=16", "train.max_steps=2", "train.warmup_steps=1", "train.save_every=1",
     "train.eval_every=1", "train.log_every=1", "train.mixed_precision=bf16",  # autocast, as on the GPU
     "train.compile=false", "train.bench_steps=1",  # compiling is tested in test_training; the bench runs
 ]
-# the stages run long enough to be asked for interim/ while they run; the fine-tune ranks its
-# checkpoints at steps 20, 40 and 60 (the synthetic stage selects on loss)
-RUNNING = ["train.max_steps=60", "train.save_every=1000", "train.eval_every=1000", "train.log_every=2",
-           "train.eval_approx_every=20", "train.max_minutes=30"]  # steps, not the plan's minutes, end them here
+# the stages run long enough to be asked for interim/ while they run (``held`` makes that certain, not
+# the length); the synthetic stage's decay (stable/) begins at step 12, 3 steps before its end, so that
+# the recipe's 1 s poll sees stable/ while it runs; the fine-tune ranks its checkpoints at steps 5, 10
+# and 15 (the synthetic stage selects on loss). A step is ~0.5 s here (bf16 autocast on the CPU)
+RUNNING = ["train.max_steps=15", "train.save_every=1000", "train.eval_every=1000", "train.log_every=2",
+           "train.eval_approx_every=5", "train.max_minutes=30"]  # steps, not the plan's minutes, end them here
 
 
 def travelling_copy(dest: Path) -> Path:
@@ -169,7 +171,7 @@ def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsy
     # call 1: interim/ asked of the running stage (``collect --interim``: the run goes on). Its
     # timeline is the test's, not the host's: the recipe is held (SIGSTOP) before the stage's
     # first step, the collect asks, and the stage, let go, serves the request at its first step,
-    # long before its decay (stable/, step 48): a fast host cannot outrun the request
+    # long before its decay (stable/, step 12): a fast host cannot outrun the request
     log = run_dir / "t5-wsd" / "log.jsonl"
     with held(read_json(run_dir / "status.json")["pid"], until=log.is_file) as release:
         assert '"loss"' not in log.read_text(), "the stage trained before it was held"
@@ -192,14 +194,14 @@ def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsy
     # the fine-tune started while the synthetic stage decayed (how it then takes last/: test_training's twin test)
     assert "stage t5-ft starts early" in recipe_log
     ft_log = [json.loads(x) for x in (run_dir / "t5-ft" / "log.jsonl").read_text().splitlines()]
-    assert [e["step"] for e in ft_log if "dev_approx_f05" in e] == [20, 40, 60]
+    assert [e["step"] for e in ft_log if "dev_approx_f05" in e] == [5, 10, 15]
     ranked = sorted((run_dir / "t5-ft" / "ranked").glob("step-*"))
     assert len(ranked) == 2 and all(json.loads((r / "training.json").read_text())["score"] >= 0 for r in ranked)
     entries = [json.loads(x) for x in (run_dir / "t5-wsd" / "log.jsonl").read_text().splitlines()]
     steps = [e for e in entries if "loss" in e]
     assert steps[-1]["step"] > interim_step and all("data_wait" in e for e in steps)  # it went on
     bench = next(e["bench"] for e in entries if "bench" in e)  # timed while the data started
-    assert bench["sync_free"] is True and {"hf@1024", "nosync@1024"} <= set(bench["variants"])
+    assert bench["sync_free"] is True and {"hf@512", "nosync@512"} <= set(bench["variants"])
     config = json.loads((run_dir / "t5-wsd" / "stable" / "config.json").read_text())  # where the decay began
     assert (config["num_layers"], config["num_decoder_layers"]) == (12, 2)  # the deep-encoder shape
     out = tmp_path / "OUT2"
@@ -226,7 +228,7 @@ def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsy
     assert record["this_lease"] == record["examples"]  # the first lease of the series
     assert not (bundle / "continuation").exists() and "| pending |" in lease_log.read_text()
     assert [p.name for p in candidates(bundle)] == ["t5", "t5-2"]
-    assert json.loads((bundle / "t5-2" / "training.json").read_text())["step"] in (20, 40, 60)
+    assert json.loads((bundle / "t5-2" / "training.json").read_text())["step"] in (5, 10, 15)
     (tmp_path / "in.txt").write_text("She go to school yesterday.\n")
     assert editspec_main(["correct", "--model", str(bundle), "--no-progress", str(tmp_path / "in.txt"),
                           "-o", str(tmp_path / "out.txt")]) in (0, None)
