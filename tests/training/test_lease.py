@@ -49,7 +49,7 @@ from training.config import load_config
 TINY = [  # every stage: a tiny T5 (still a 12-layer encoder), a few steps; the plan's minutes stay a cap
     "model.config.d_model=32", "model.config.d_kv=8", "model.config.d_ff=64", "model.config.num_heads=4",
     "model.config.tag_embedding_dim=8", "model.config.max_order_positions=64",
-    "data.batch_tokens=512", "data.max_batch_size=64", "data.pool_size=128", "data.workers=0",
+    "data.batch_tokens=256", "data.max_batch_size=64", "data.pool_size=128", "data.workers=0",
     "data.dev.max_examples=16", "train.max_steps=2", "train.warmup_steps=1", "train.save_every=1",
     "train.eval_every=1", "train.log_every=1", "train.mixed_precision=bf16",  # autocast, as on the GPU
     "train.compile=false", "train.bench_steps=1",  # compiling is tested in test_training; the bench runs
@@ -57,7 +57,7 @@ TINY = [  # every stage: a tiny T5 (still a 12-layer encoder), a few steps; the 
 # the stages run long enough to be asked for interim/ while they run (``held`` makes that certain, not
 # the length); the synthetic stage's decay (stable/) begins at step 12, 3 steps before its end, so that
 # the recipe's 1 s poll sees stable/ while it runs; the fine-tune ranks its checkpoints at steps 5, 10
-# and 15 (the synthetic stage selects on loss). A step is ~0.5 s here (bf16 autocast on the CPU)
+# and 15 (the synthetic stage selects on loss). A step is ~0.3 s here (bf16 autocast on the CPU)
 RUNNING = ["train.max_steps=15", "train.save_every=1000", "train.eval_every=1000", "train.log_every=2",
            "train.eval_approx_every=5", "train.max_minutes=30"]  # steps, not the plan's minutes, end them here
 
@@ -170,15 +170,16 @@ def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsy
     assert (run_dir / "site" / "lease_probe" / "__init__.py").is_file()  # the carried wheel, installed
     # call 1: interim/ asked of the running stage (``collect --interim``: the run goes on). Its
     # timeline is the test's, not the host's: the recipe is held (SIGSTOP) before the stage's
-    # first step, the collect asks, and the stage, let go, serves the request at its first step,
-    # long before its decay (stable/, step 12): a fast host cannot outrun the request
+    # first step until the collect has asked, and the stage, let go, serves the request at its
+    # first step, long before its decay (stable/, step 12): a fast host cannot outrun the request.
+    # The collect starts now, its imports (~10 s) beside the stage's start, not after it
     log = run_dir / "t5-wsd" / "log.jsonl"
+    first = subprocess.Popen([sys.executable, "-m", "training.lease", "collect", "--run-dir", str(run_dir),
+                              "--out", str(tmp_path / "OUT1"), "--interim"], cwd=tree, text=True,
+                             env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     with held(read_json(run_dir / "status.json")["pid"], until=log.is_file) as release:
         assert '"loss"' not in log.read_text(), "the stage trained before it was held"
-        first = subprocess.Popen([sys.executable, "-m", "training.lease", "collect", "--run-dir", str(run_dir),
-                                  "--out", str(tmp_path / "OUT1"), "--interim"], cwd=tree, text=True,
-                                 env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         release(when=(run_dir / "t5-wsd" / EXPORT_REQUEST).is_file)
         _, err = first.communicate()
     assert first.returncode == 0, err[-3000:] + (run_dir / "recipe.log").read_text()[-3000:]
@@ -201,7 +202,7 @@ def test_gpu_lease_prepare_start_wait_collect_join_correct(tmp_path, data, capsy
     steps = [e for e in entries if "loss" in e]
     assert steps[-1]["step"] > interim_step and all("data_wait" in e for e in steps)  # it went on
     bench = next(e["bench"] for e in entries if "bench" in e)  # timed while the data started
-    assert bench["sync_free"] is True and {"hf@512", "nosync@512"} <= set(bench["variants"])
+    assert bench["sync_free"] is True and {"hf@256", "nosync@256"} <= set(bench["variants"])
     config = json.loads((run_dir / "t5-wsd" / "stable" / "config.json").read_text())  # where the decay began
     assert (config["num_layers"], config["num_decoder_layers"]) == (12, 2)  # the deep-encoder shape
     out = tmp_path / "OUT2"
