@@ -27,7 +27,7 @@ from editspec.decoding.costs import Costs
 from editspec.decoding.decoder import Decoders
 from editspec.modeling import quantization
 from editspec.modeling.loading import load_edit5, resolve_device
-from editspec.modeling.precision import resolve_dtype, shape_of
+from editspec.modeling.precision import resolve_dtype
 from editspec.modeling.t5 import load_t5
 from editspec.tokenization.tokens import marker_ids
 
@@ -65,7 +65,7 @@ class Bundle:
         (``precision.resolve_dtype``), their linears quantized if asked (``modeling.quantization``).
         An EdiT5 whose heads sit on this T5's encoder shares it."""
         dev = resolve_device(device)
-        dtype = resolve_dtype(dtype, dev, quantize, shape_of(t5 if "t5" in kinds and t5 is not None else edit5))
+        dtype = resolve_dtype(dtype, dev, quantize)
         loaded: dict = {}
         if "t5" in kinds and t5 is not None:
             loaded["t5"], loaded["t5_tokenizer"] = load_t5(t5, device=dev, dtype=dtype)

@@ -120,23 +120,26 @@ class Corrector(Steps):
         uses = RUNNERS[mode].mode.uses
         device = loading.resolve_device(o.device)
         shape = precision.shape_of(t5_path if "t5" in uses and t5_path else edit5_path)
-        if o.dtype is None and precision.chooses(device, o.quantize, shape) and precision.chosen(device, shape) is None:
-            cls._measure_dtype(edit5_path, t5_path, uses, device, shape, config.replace(mode=mode), o)
-        bundle = Bundle.load(edit5_path, t5_path, uses, device, o.dtype, o.quantize)  # the type kept, where chosen
+        dtype = o.dtype
+        if dtype is None and precision.chooses(device, o.quantize, shape):  # this machine's measured type
+            key = precision.choice_key(device, shape)
+            dtype = precision.chosen(key) or cls._measure_dtype(edit5_path, t5_path, uses, device, key,
+                                                                config.replace(mode=mode), o)
+        bundle = Bundle.load(edit5_path, t5_path, uses, device, dtype, o.quantize)
         return cls(bundle, config.replace(mode=mode), batch_size=o.batch_size, max_length=o.max_length,
                    num_beams=o.num_beams)
 
     @classmethod
     def _measure_dtype(cls, edit5_path: str | None, t5_path: str | None, uses: Sequence[str], device,
-                       shape: dict, config: CorrectorConfig, o: LoadOptions) -> None:
+                       key: dict, config: CorrectorConfig, o: LoadOptions) -> torch.dtype:
         """float32 against bfloat16 on this machine, once (``precision``'s module docstring): a whole
         correction of the sample text in each, without the steps no type changes the cost of (the
-        spelling index's first build, the grammar step); the faster kept for these models' shape."""
+        spelling index's first build, the grammar step); the faster, kept under ``key``."""
         probe = config.replace(spelling=False, grammar=False)
         seconds = {precision.dtype_name(t): timed_correction(
             lambda t=t: Bundle.load(edit5_path, t5_path, uses, device, t),
             lambda b: cls(b, probe, batch_size=o.batch_size, max_length=o.max_length)) for t in (torch.float32, torch.bfloat16)}
-        precision.keep(device, shape, seconds)
+        return precision.keep(key, seconds)
 
     def level_of(self, name: str | None) -> Level:
         """The settings of level ``name`` (None: the config's ``level``); one line of error for an

@@ -41,6 +41,9 @@ def _editspec_cache(tmp_path_factory):
 # the tests' thread count, for torch here and the commands they start: Corrector.from_pretrained keeps
 # OMP_NUM_THREADS when set, as the CLI does (tests/test_threads.py unsets it where it tests the choice)
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# fp32 on every host, as the tests' expected outputs are: no bf16 measurement at a first load, here
+# or in the commands they start (tests/modeling/test_precision.py tests the measurement itself)
+os.environ.setdefault("EDITSPEC_BF16_UNITS", "0")
 
 
 @pytest.fixture(autouse=True)

@@ -1,9 +1,9 @@
-"""The models' compute type: float32 unless ``--dtype`` asks for another (``DTYPES``) or this
-machine measured bfloat16 faster (``default_dtype``):
+"""The models' compute type: float32 (``default_dtype``) unless ``--dtype`` asks for another
+(``DTYPES``) or ``Corrector.from_pretrained`` finds this machine measured bfloat16 faster:
 
     CPU with bf16 units              the type a whole correction measured faster on this CPU, kept
-    (avx512_bf16 or amx_bf16)        per machine (``Corrector.from_pretrained`` measures it at the
-                                     first load: ``chosen``, ``keep``); float32 until measured.
+    (avx512_bf16 or amx_bf16)        per machine (``from_pretrained`` measures it at the first load:
+                                     ``chooses``, ``chosen``, ``keep``).
                                      Measured, not assumed: on an Intel Xeon with avx512_bf16 bf16
                                      verify passes alone were 1.3-1.8x faster, yet a whole
                                      ``editspec correct`` of 500 W&I dev lines took 9.08 s in bf16
@@ -27,6 +27,7 @@ output in the type chosen (``editspec.decoding.decoder``).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import torch
@@ -43,7 +44,10 @@ MARGIN = 1.1  # bf16 is kept only where a whole correction took fp32 this many t
 
 
 def bf16_units() -> bool:
-    """Whether this CPU computes bf16 in hardware (``avx512_bf16`` or ``amx_bf16`` among its flags)."""
+    """Whether this CPU computes bf16 in hardware (``avx512_bf16`` or ``amx_bf16`` among its flags);
+    ``EDITSPEC_BF16_UNITS=0`` says no (float32 without measuring: the tests' outputs are fp32's)."""
+    if os.environ.get("EDITSPEC_BF16_UNITS") == "0":
+        return False
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
@@ -64,18 +68,19 @@ def chooses(device: torch.device, quantize: str | None, shape: dict | None) -> b
     return device.type == "cpu" and quantize is None and shape is not None and bf16_units()
 
 
-def chosen(device: torch.device, shape: dict) -> torch.dtype | None:
-    """The type kept for these models on this machine (None: not measured yet)."""
-    kept = measured.load("dtype", choice_key(device, shape))
+def chosen(key: dict) -> torch.dtype | None:
+    """The type kept for ``choice_key``'s machine and models (None: not measured yet)."""
+    kept = measured.load("dtype", key)
     name = kept.get("dtype") if kept else None
     return DTYPES[name] if name in ("float32", "bfloat16") else None
 
 
-def keep(device: torch.device, shape: dict, seconds: dict[str, float]) -> torch.dtype:
-    """The faster type by ``seconds`` (a whole correction in each, by name), kept for the next
-    process: bfloat16 only where it took under 1/``MARGIN`` of float32's time."""
+def keep(key: dict, seconds: dict[str, float]) -> torch.dtype:
+    """The faster type by ``seconds`` (a whole correction in each, by name), kept under ``key``
+    (``choice_key``, taken before measuring: the measurement's correctors may change the threads)
+    for the next process: bfloat16 only where it took under 1/``MARGIN`` of float32's time."""
     dtype = torch.bfloat16 if seconds["bfloat16"] * MARGIN < seconds["float32"] else torch.float32
-    measured.save("dtype", choice_key(device, shape), {"dtype": dtype_name(dtype), "seconds": seconds})
+    measured.save("dtype", key, {"dtype": dtype_name(dtype), "seconds": seconds})
     return dtype
 
 
@@ -89,18 +94,17 @@ def shape_of(path: str | None) -> dict | None:
     return {"model_type": config.get("model_type"), **{f: config.get(f) for f in measured.SHAPE}}
 
 
-def default_dtype(device: torch.device, quantize: str | None = None, shape: dict | None = None) -> torch.dtype:
-    """The compute type when none is asked for (see the module docstring): the type kept for
-    models of ``shape`` on this machine where it chooses, else float32."""
-    return (chosen(device, shape) if chooses(device, quantize, shape) else None) or torch.float32
+def default_dtype(device: torch.device, quantize: str | None = None) -> torch.dtype:
+    """The compute type when none is asked for or chosen (see the module docstring): float32."""
+    return torch.float32
 
 
 def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device | None = None,
-                  quantize: str | None = None, shape: dict | None = None) -> torch.dtype:
+                  quantize: str | None = None) -> torch.dtype:
     """The torch dtype of a ``--dtype`` name (or a dtype); for None, ``default_dtype`` on
-    ``device`` (default: the CPU) for models of ``shape``. A one-line error for an unknown name."""
+    ``device`` (default: the CPU). A one-line error for an unknown name."""
     if dtype is None:
-        return default_dtype(device or torch.device("cpu"), quantize, shape)
+        return default_dtype(device or torch.device("cpu"), quantize)
     if isinstance(dtype, torch.dtype):
         return dtype
     if dtype not in DTYPES:

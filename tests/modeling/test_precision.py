@@ -13,12 +13,12 @@ def test_the_default_is_float32_where_the_type_is_not_the_machine_s_to_choose(mo
     """No bf16 units (bf16 emulated), int8 linears, CUDA, a shape unknown before the load: float32."""
     cpu, shape = torch.device("cpu"), {"d_model": 256}
     monkeypatch.setattr(precision, "bf16_units", lambda: False)
-    assert precision.default_dtype(cpu, shape=shape) == torch.float32
+    assert not precision.chooses(cpu, None, shape) and precision.default_dtype(cpu) == torch.float32
     monkeypatch.setattr(precision, "bf16_units", lambda: True)
     assert not precision.chooses(cpu, "int8", shape) and not precision.chooses(cpu, None, None)
     assert not precision.chooses(torch.device("cuda"), None, shape) and precision.chooses(cpu, None, shape)
-    assert precision.default_dtype(cpu, quantize="int8", shape=shape) == torch.float32
-    assert precision.default_dtype(torch.device("cuda"), shape=shape) == torch.float32
+    assert precision.default_dtype(cpu, quantize="int8") == torch.float32
+    assert precision.default_dtype(torch.device("cuda")) == torch.float32
     assert precision.resolve_dtype(None, cpu) == torch.float32
     assert precision.resolve_dtype("float32", cpu) == torch.float32  # asked for: never overridden
     assert precision.resolve_dtype("bf16") == torch.bfloat16
