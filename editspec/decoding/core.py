@@ -45,6 +45,7 @@ from editspec.decoding.drafters import Drafter
 from editspec.decoding.costs import LOOSE
 from editspec.decoding.window import WindowPolicy
 from editspec.modeling import t5
+from editspec.modeling.tensors import pad
 
 if TYPE_CHECKING:
     from transformers import T5ForConditionalGeneration
@@ -64,6 +65,13 @@ class SpecStats:
     # summed token by token as ``score`` sums a teacher-forced pair (the same logits: the same number)
     log_probs: list[float] | None = None
     token_log_probs: list[list[float]] | None = None  # the same, token by token (rescoring reuses a prefix's)
+    # and at each of those positions, log P of each of the source's own tokens (``source_tokens``)
+    # instead: [tokens, len(source_tokens(source))] per sentence, a tensor per pass (rescoring's
+    # variant undoes an edit, so where it parts from the output it mostly takes a source token)
+    source_log_probs: list[list[torch.Tensor]] | None = None
+    # and each changed sentence's encoder states [source length, d_model] (None: unchanged, or past
+    # ``KEPT_STATES`` bytes in the call): a variant's forced pass reads its source's, not encoded again
+    states: list[torch.Tensor | None] | None = None
     widths: tuple[int, int] = (0, 0)  # the decoder's cache widths (source, target): ``score``'s ``widths``
 
     @classmethod
@@ -129,6 +137,7 @@ class _Stream:
     pending: list[int]
     staged: tuple[list[int], torch.Tensor | None, torch.Tensor | None] = field(default_factory=lambda: ([], None, None))
     copying: "CopyTracker | None" = None  # with a copy penalty: where each output stands in its source
+    kept: int = 0  # bytes of encoder states kept in ``stats.states`` (``keep_states``)
 
     def rows(self) -> list[int]:
         """The slots decoding a sentence."""
@@ -165,6 +174,9 @@ def generate(
     stats = SpecStats.empty(n)
     stats.log_probs = [0.0] * n if scores else None
     stats.token_log_probs = [[] for _ in range(n)] if scores else None
+    stats.source_log_probs = [[] for _ in range(n)] if scores else None
+    stats.states = [None] * n if scores else None
+    own = SourceTokens(sources, model.device) if scores else None
     slots = max(1, min(slots, n))
     if drafter is not None:
         drafter.prepare([list(s[:-1]) if s and s[-1] == eos else list(s) for s in sources], eos)
@@ -195,7 +207,7 @@ def generate(
             stats.passes += 1
             emitted = accept(st, rows, drafts, choices)
             if scores:
-                add_scores(stats, logits, emitted)
+                add_scores(stats, logits, emitted, own)
 
 
 def refill(st: _Stream) -> None:
@@ -212,8 +224,10 @@ def refill(st: _Stream) -> None:
         new, mask, hidden = st.staged
         k = min(len(free), len(new))
         st.dec.admit(free[:k], mask[:k], hidden[:k])
-        for s, i in zip(free[:k], new[:k]):
+        for j, (s, i) in enumerate(zip(free[:k], new[:k])):
             st.sentence[s], st.pending[s] = i, st.dec.start
+            if st.stats.states is not None:  # a view until the sentence ends (``accept``)
+                st.stats.states[i] = hidden[j, :len(st.sources[i])]
         st.staged, free = (new[k:], mask[k:], hidden[k:]), free[k:]
 
 
@@ -276,11 +290,28 @@ def accept(st: _Stream, rows: list[int], drafts: list[list[int]],
             st.window.update(k, len(d))
         if new[-1] == eos or len(st.out[i]) >= st.budget[i]:
             st.sentence[s] = None
+            if st.stats.states is not None:
+                st.stats.states[i] = keep_states(st, i)
             if st.drafter is not None:
                 st.drafter.finish(i, st.out[i])
             if st.done is not None:
                 st.done(i)
     return emitted
+
+
+KEPT_STATES = 64 << 20  # bytes of encoder states one call keeps for rescoring (~2,500 sentences of 25 tokens)
+
+
+def keep_states(st: _Stream, i: int) -> torch.Tensor | None:
+    """Sentence i's encoder states, copied out of their batch, where its output changed its source
+    and the call has kept under ``KEPT_STATES`` bytes so far; else None (rescoring encodes it)."""
+    states, source = st.stats.states[i], st.sources[i]
+    size = 0 if states is None else states.numel() * states.element_size()
+    if states is None or st.kept + size > KEPT_STATES or \
+            st.out[i] == list(source[:-1] if source and source[-1] == st.eos else source):
+        return None
+    st.kept += size
+    return states.clone()
 
 
 class CopyTracker:
@@ -336,22 +367,49 @@ class CopyTracker:
         return out
 
 
-def add_scores(stats: SpecStats, logits: torch.Tensor, emitted: list[tuple[int, int, list[int]]]) -> None:
-    """Each sentence's log-probability grows by its new tokens' (``t5.token_log_probs`` at the
-    positions that predicted them, added one by one as ``score`` adds them)."""
-    positions = [at + j for _, at, new in emitted for j in range(len(new))]
-    values = iter(t5.token_log_probs(logits[positions], [t for _, _, new in emitted for t in new]))
+def source_tokens(source: Sequence[int]) -> list[int]:
+    """A source's distinct ids in the order they first occur (``SpecStats.source_log_probs``'s columns)."""
+    return list(dict.fromkeys(source))
+
+
+class SourceTokens:
+    """Each source's ``source_tokens`` as a row of one table [sources, widest], a short row
+    padded with repeats of its own ids: a pass gathers its positions' columns in one index."""
+
+    def __init__(self, sources: Sequence[Sequence[int]], device: torch.device):
+        own = [source_tokens(s) for s in sources]
+        self.lengths, width = [len(o) for o in own], max(map(len, own), default=1)
+        self.table = torch.tensor([(o * width)[:width] for o in own], device=device)  # [sources, width]
+
+
+def add_scores(stats: SpecStats, logits: torch.Tensor, emitted: list[tuple[int, int, list[int]]],
+               own: SourceTokens) -> None:
+    """Each sentence's log-probability grows by its new tokens' (``t5.token_log_probs``'s numbers,
+    at the positions that predicted them, added one by one as ``score`` adds them), and its
+    ``source_log_probs`` by those positions' log P of its ``source_tokens`` (``own``)."""
+    dev = logits.device
+    # rows are independent: the pass's rows whole, not a copy of the emitted ones (a copy cost more)
+    log_probs = t5.log_softmax(logits)  # [T, vocab]
+    positions = torch.tensor([at + j for _, at, new in emitted for j in range(len(new))], device=dev)  # [P]
+    tokens = torch.tensor([t for _, _, new in emitted for t in new], device=dev)  # [P]
+    sentences = torch.tensor([i for i, _, new in emitted for _ in new], device=dev)  # [P]
+    values = iter(log_probs[positions, tokens].tolist())
+    width = max(own.lengths[i] for i, _, _ in emitted)
+    others = log_probs[positions[:, None], own.table[sentences, :width]].cpu()  # [P, width]
+    at = 0
     for i, _, new in emitted:
         for _ in new:
             value = next(values)
             stats.log_probs[i] += value
             stats.token_log_probs[i].append(value)
+        stats.source_log_probs[i].append(others[at:at + len(new), :own.lengths[i]])
+        at += len(new)
 
 
-@torch.inference_mode()
 def score(model: T5ForConditionalGeneration, sources: Sequence[Sequence[int]],
           targets: Sequence[Sequence[int]], slots: int = 64, widths: tuple[int, int] = (0, 0),
-          given: Sequence[Sequence[float]] | None = None, decoders: Decoders | None = None) -> list[float]:
+          given: Sequence[Sequence[float]] | None = None, decoders: Decoders | None = None,
+          states: Sequence[torch.Tensor | None] | None = None) -> list[float]:
     """log P(target | source) per pair (both ids ending in EOS), teacher-forced: each target is one
     window (start token + target) in a slot of the core's decoder. At a decode's cache ``widths``
     (``SpecStats.widths``; wider if a pair needs it) its logits are those that decode computes for
@@ -359,8 +417,9 @@ def score(model: T5ForConditionalGeneration, sources: Sequence[Sequence[int]],
     ``generate(scores=True)``'s. ``given``: per pair, the log P of its first tokens, known already
     (a decode's, for a target that begins as its output): those tokens are fed, their logits not
     computed, and the sum adds the given values first, as it would have added them. ``slots``
-    pairs a pass, similar lengths together, each distinct source encoded once per pass (``decoders``:
-    as ``generate``'s)."""
+    pairs a pass, similar lengths together, each distinct source encoded once per pass unless
+    ``states`` has its encoder states (per pair, a decode's ``SpecStats.states`` or None)
+    (``decoders``: as ``generate``'s)."""
     out = [0.0] * len(targets)
     if not targets:
         return out
@@ -374,9 +433,17 @@ def score(model: T5ForConditionalGeneration, sources: Sequence[Sequence[int]],
         # W&I dev's first 500 lines, whose variants are ~25 tokens)
         with decoders.lease(model, len(chunk), max(widths[0], *(len(sources[i]) for i in chunk)),
                             max(widths[1], *(len(targets[i]) for i in chunk))) as dec:
-            distinct = {tuple(sources[i]): None for i in chunk}
+            distinct: dict[tuple[int, ...], torch.Tensor | None] = {tuple(sources[i]): None for i in chunk}
+            for i in chunk:
+                if states is not None and states[i] is not None:
+                    distinct[tuple(sources[i])] = states[i]
+            todo = [src for src, h in distinct.items() if h is None]
+            if todo:
+                _, _, encoded = dec.encode([list(src) for src in todo])
+                distinct.update((src, encoded[n, :len(src)]) for n, src in enumerate(todo))
             index = {src: n for n, src in enumerate(distinct)}
-            _, mask, hidden = dec.encode([list(src) for src in distinct])
+            hidden = torch.nn.utils.rnn.pad_sequence(list(distinct.values()), batch_first=True)  # [b, S, d_model]
+            mask = pad([[1] * len(src) for src in distinct], 0).to(hidden.device)  # [b, S]
             which = torch.tensor([index[tuple(sources[i])] for i in chunk], device=hidden.device)
             rows = list(range(len(chunk)))
             dec.admit(rows, mask[which], hidden[which])

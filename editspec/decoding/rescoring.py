@@ -62,17 +62,27 @@ class Known:
     # source -> (output, log P of each of its tokens): a variant that begins as the output has
     # those tokens' values already (``prefix``)
     tokens: dict[tuple[int, ...], list[tuple[tuple[int, ...], list[float]]]] = field(default_factory=dict)
+    # (source, output) -> the decode's log P of each of the source's tokens (``core.source_tokens``)
+    # at each of the output's positions [output tokens, source tokens]: ``bound``'s exact value
+    # where a variant parts from the output on a source token
+    sources: dict[tuple[tuple[int, ...], tuple[int, ...]], torch.Tensor] = field(default_factory=dict)
+    # source -> the decode's encoder states of it (``SpecStats.states``): its variants' forced passes read them
+    states: dict[tuple[int, ...], torch.Tensor] = field(default_factory=dict)
 
     def record(self, sources: Sequence[Sequence[int]], outputs: Sequence[Sequence[int]], stats: core.SpecStats,
                eos: int) -> None:
         """A ``generate(scores=True)`` call's scores: ``sources`` its rows' ids without EOS, ``outputs``
         what it returned; an output cut by its budget (no EOS) is not a pair rescoring looks up."""
-        for source, output, n, log_p, values in zip(sources, outputs, stats.tokens, stats.log_probs,
-                                                     stats.token_log_probs):
+        for source, output, n, log_p, values, others, states in zip(
+                sources, outputs, stats.tokens, stats.log_probs, stats.token_log_probs, stats.source_log_probs,
+                stats.states):
             if n == len(output) + 1:  # ended with EOS
                 key = (tuple(source) + (eos,), tuple(output) + (eos,))
                 self.log_probs[key] = log_p
                 self.tokens.setdefault(key[0], []).append((key[1], values))
+                self.sources[key] = torch.cat(others)
+                if states is not None:
+                    self.states[key[0]] = states
         self.widths = tuple(map(max, self.widths, stats.widths))
 
     def values(self, source: tuple[int, ...], output: tuple[int, ...]) -> list[float] | None:
@@ -81,18 +91,23 @@ class Known:
         return next((values for out, values in self.tokens.get(source, ()) if out == output), None)
 
     def bound(self, source: tuple[int, ...], output: tuple[int, ...], variant: tuple[int, ...]) -> float | None:
-        """An upper bound of log P(variant) less log P(output) (ids ending in EOS), from the decode's
-        values of ``output`` alone, or None where it has none. Exact: up to the first token where
-        they differ, p, the two share their log P; there the variant's token is another than the
-        output's, so its probability is at most 1 - P(output's token); after it, at most 1:
+        """An upper bound of log P(variant) less log P(output) (ids ending in EOS), from what the
+        decode computed for ``output``, or None where it has nothing. Exact: up to the first token
+        where they differ, p, the two share their log P; there the variant's token x is another
+        than the output's: its log P is the decode's own where x is one of the source's tokens
+        (``sources``), else at most log(1 - P(output's token)); after it, each token's is at most 0:
 
-            log P(variant) - log P(output) <= log(1 - exp(v[p])) - (v[p] + v[p+1] + ... )
+            log P(variant) - log P(output) <= log P(x at p) - (v[p] + v[p+1] + ... )
         """
         values = self.values(source, output)
         p = next((k for k, (a, b) in enumerate(zip(output, variant)) if a != b), None)
         if values is None or p is None:
             return None
         rest = math.fsum(values[p:])
+        others = self.sources.get((source, output))
+        column = next((k for k, token in enumerate(core.source_tokens(source)) if token == variant[p]), None)
+        if others is not None and column is not None:
+            return float(others[p, column]) - rest
         return -math.inf if values[p] >= 0.0 else math.log1p(-math.exp(values[p])) - rest
 
     def prefix(self, source: tuple[int, ...], target: tuple[int, ...]) -> list[float]:
@@ -227,7 +242,8 @@ def t5_scorer(model, tokenizer, batch_size: int = 64, prefix: str = "", known: K
         out = [known.log_probs.get(key) for key in keys]
         todo = [i for i, value in enumerate(out) if value is None]
         forced = core.score(model, [keys[i][0] for i in todo], [keys[i][1] for i in todo], batch_size,
-                            widths, [known.prefix(*keys[i]) for i in todo], decoders)
+                            widths, [known.prefix(*keys[i]) for i in todo], decoders,
+                            [known.states.get(keys[i][0]) for i in todo])
         for i, value in zip(todo, forced):
             out[i] = value
         return out

@@ -7,6 +7,7 @@ own modules with a per-row cache; this module holds what the core and the scorer
                   weights are bf16 on disk): ``modeling_t5.InferenceT5`` and ``tokenization.fast``
                   where they read it (no transformers import), else transformers' classes
   encode          the encoder once per batch (``record_function`` label ``editspec.t5.encode``)
+  log_softmax     rows of logits as log P in >= float32 (what ``token_log_probs`` reads)
   token_log_probs log P of chosen tokens under rows of logits (``core.generate(scores=True)`` and
                   ``core.score``, which rescoring reads)
   token_probs     the sampling distribution: temperature, then top-p, as ``generate`` applies them;
@@ -70,12 +71,16 @@ def encode(model: "T5ForConditionalGeneration", input_ids: torch.Tensor,
         return model.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
 
+def log_softmax(logits: torch.Tensor) -> torch.Tensor:
+    """log P over the vocabulary for each row of ``logits`` [T, vocab], in >= float32 (rows are
+    independent: the same row gives the same numbers in any batch)."""
+    return logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(-1)
+
+
 def token_log_probs(logits: torch.Tensor, tokens: Sequence[int]) -> list[float]:
-    """log P(token) under each row of ``logits`` [T, vocab], a log-softmax per row in >= float32
-    (rows are independent: the same row gives the same number in any batch)."""
+    """log P(token) under each row of ``logits`` [T, vocab] (``log_softmax``)."""
     index = torch.tensor(tokens, device=logits.device)[:, None]
-    wide = logits.to(torch.promote_types(logits.dtype, torch.float32))
-    return wide.log_softmax(-1).gather(-1, index)[:, 0].tolist()
+    return log_softmax(logits).gather(-1, index)[:, 0].tolist()
 
 
 def token_probs(logits: torch.Tensor, temperature: float = 1.0, top_p: float = 1.0) -> torch.Tensor:

@@ -145,9 +145,9 @@ def test_the_t5_scorer_reads_known_scores_instead_of_a_forced_pass(tokenizer, mo
     forced = []
     real = core.score
 
-    def spy(model, sources, targets, slots, widths, given=None, decoders=None):
+    def spy(model, sources, targets, slots, widths, given=None, decoders=None, states=None):
         forced.extend(zip(sources, targets, [widths] * len(targets)))
-        return real(model, sources, targets, slots, widths, given, decoders)
+        return real(model, sources, targets, slots, widths, given, decoders, states)
 
     monkeypatch.setattr(core, "score", spy)
     eos = tokenizer.eos_token_id
@@ -191,6 +191,19 @@ def test_the_bound_of_stated_values():
     assert Known(tokens={(3, 1): [((5, 1), [0.0, -0.5])]}).bound((3, 1), (5, 1), (6, 1)) == -math.inf
 
 
+def test_the_bound_takes_the_decodes_value_where_the_variant_parts_on_a_source_token():
+    """Where the variant's token at the parting is one of the source's, the decode's log P of it
+    there replaces log(1 - P(the output's token)); another token keeps the looser bound."""
+    import math
+
+    source, output = (7, 3, 1), (5, 6, 1)  # columns: the source's tokens 7, 3, 1 in order
+    others = torch.tensor([[-4.0, -5.0, -9.0], [-2.5, -6.0, -7.0], [-8.0, -8.0, -0.01]])
+    known = Known(tokens={source: [(output, [-0.1, -0.2, -0.05])]}, sources={(source, output): others})
+    assert known.bound(source, output, (5, 7, 1)) == pytest.approx(-2.5 + 0.25)  # parts at 1 on token 7
+    assert known.bound(source, output, (3, 1)) == pytest.approx(-5.0 + 0.35)  # parts at 0 on token 3
+    assert known.bound(source, output, (5, 9, 1)) == pytest.approx(math.log(1 - math.exp(-0.2)) + 0.25)
+
+
 def test_the_bound_holds_and_rescoring_with_it_keeps_what_forcing_every_variant_keeps(tokenizer, overfitted_t5):
     """``Known.bound`` (from the decode's values of the output alone) is above every variant's
     forced log P less the output's; rescoring that keeps the edits it clears unscored keeps the
@@ -206,15 +219,18 @@ def test_the_bound_holds_and_rescoring_with_it_keeps_what_forcing_every_variant_
     known.record([ids(s)[:-1] for s in inputs], outputs, stats, eos)
     texts = [tokenizer.decode(o, skip_special_tokens=True) for o in outputs]
     score = t5_scorer(model, tokenizer, known=known)
-    checked = 0
+    # the same values without the source tokens' log P: the looser bound everywhere
+    loose = t5_scorer(model, tokenizer, known=Known(known.log_probs, known.widths, known.tokens))
+    checked, tighter = 0, 0
     for s, out in zip(inputs, texts):
         for variant in (v for v in [apply(s, diff(s, out)[:k] + diff(s, out)[k + 1:]) for k in range(len(diff(s, out)))]):
             b = score.bound(s, out, variant)
             if b is not None:
                 full, var = core.score(model, [ids(s)] * 2, [ids(out), ids(variant)], widths=known.widths)
-                assert var - full <= b + 1e-4
+                assert var - full <= b + 1e-4 and b <= loose.bound(s, out, variant) + 1e-6
                 checked += 1
-    assert checked >= 20
+                tighter += b < loose.bound(s, out, variant) - 1e-3
+    assert checked >= 20 and tighter >= checked // 2
     forced = []
     real = core.score
 
@@ -232,3 +248,34 @@ def test_the_bound_holds_and_rescoring_with_it_keeps_what_forcing_every_variant_
         core.score = real
     assert with_bound == without and with_bound != texts  # some edits undone, the same ones
     assert n_with < n_without
+
+
+def test_a_decode_keeps_the_encoder_states_of_what_it_changed_and_the_forced_passes_read_them(
+        tokenizer, overfitted_t5, monkeypatch):
+    """``generate(scores=True)`` keeps the encoder states of each sentence whose output changed it
+    (an unchanged one has no variants), no more than ``KEPT_STATES`` bytes; ``score`` given them
+    encodes nothing and scores as a pass that encodes the source itself."""
+    model, sources, _ = overfitted_t5
+    eos = tokenizer.eos_token_id
+    rows = [encode(tokenizer, [s])[0].ids + [eos] for s in sources]
+    outputs, stats = core.generate(model, rows, 8, scores=True, max_new_tokens=64)
+    changed = [k for k, (row, out) in enumerate(zip(rows, outputs)) if out != row[:-1]]
+    assert 0 < len(changed) < len(rows)
+    assert [k for k, states in enumerate(stats.states) if states is not None] == changed
+    for k in changed:
+        alone = core.t5.encode(model, torch.tensor([rows[k]]), torch.ones(1, len(rows[k]), dtype=torch.long))[0]
+        assert stats.states[k].shape == alone.shape and torch.allclose(stats.states[k], alone, atol=1e-5)
+    calls = []
+    hook = model.encoder.register_forward_hook(lambda *args: calls.append(1))
+    try:
+        pairs = [rows[k] for k in changed], [outputs[k] + [eos] for k in changed]
+        read = core.score(model, *pairs, states=[stats.states[k] for k in changed])
+        assert not calls
+        encoded = core.score(model, *pairs)
+        assert calls and read == pytest.approx(encoded, abs=1e-4)
+    finally:
+        hook.remove()
+    size = stats.states[changed[0]].numel() * 4
+    monkeypatch.setattr(core, "KEPT_STATES", 2 * size)  # room for about two
+    kept = core.generate(model, rows, 8, scores=True, max_new_tokens=64)[1].states
+    assert 1 <= sum(s is not None for s in kept) <= 2
