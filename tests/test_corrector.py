@@ -757,9 +757,9 @@ def test_rescoring_reads_the_decode_s_own_scores(monkeypatch, dtype):
     forced: list[tuple] = []
     real = core.score
 
-    def spy(model, sources, targets, slots, widths, given=None, decoders=None):
+    def spy(model, sources, targets, slots, widths, given=None, decoders=None, states=None):
         forced.extend(zip(map(tuple, sources), map(tuple, targets)))
-        return real(model, sources, targets, slots, widths, given, decoders)
+        return real(model, sources, targets, slots, widths, given, decoders, states)
 
     monkeypatch.setattr(core, "score", spy)
     outputs = {}

@@ -75,8 +75,13 @@ class SpecStats:
     widths: tuple[int, int] = (0, 0)  # the decoder's cache widths (source, target): ``score``'s ``widths``
 
     @classmethod
-    def empty(cls, n: int) -> "SpecStats":
-        return cls([0] * n, [0] * n, [0] * n, [0] * n)
+    def empty(cls, n: int, scores: bool = False) -> "SpecStats":
+        """Zero counts for ``n`` sentences; with ``scores``, empty scores to fill (``add_scores``)."""
+        stats = cls([0] * n, [0] * n, [0] * n, [0] * n)
+        if scores:
+            stats.log_probs, stats.token_log_probs = [0.0] * n, [[] for _ in range(n)]
+            stats.source_log_probs, stats.states = [[] for _ in range(n)], [None] * n
+        return stats
 
     def totals(self) -> dict[str, int]:
         """The per-sentence counts summed over the call."""
@@ -171,11 +176,7 @@ def generate(
     n, eos = len(sources), model.config.eos_token_id
     budget = [max_new_tokens] * n if isinstance(max_new_tokens, int) else list(max_new_tokens)
     out: list[list[int]] = [[] for _ in range(n)]
-    stats = SpecStats.empty(n)
-    stats.log_probs = [0.0] * n if scores else None
-    stats.token_log_probs = [[] for _ in range(n)] if scores else None
-    stats.source_log_probs = [[] for _ in range(n)] if scores else None
-    stats.states = [None] * n if scores else None
+    stats = SpecStats.empty(n, scores)
     own = SourceTokens(sources, model.device) if scores else None
     slots = max(1, min(slots, n))
     if drafter is not None:
