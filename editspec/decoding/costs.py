@@ -14,8 +14,12 @@ later run on the quiet machine ~13% slower). So a width's cost is the median of 
 a width whose cost breaks what a pass's cost does (grow with the width, and at most in proportion
 to the tokens it feeds, each within ``GROWTH``) is measured again (``RETRIES``) and then bounded by
 its neighbour; a kept file whose costs break it is measured again, not read, and so is one
-measured under a load (per core, ``busy``) that has since fallen by half. Hand-written: no
-library times a model's own decoder passes.
+measured under a load (per core, ``busy``) that has since fallen by half, and one measured while
+other work held a core its threads needed (``contended``: the kernel's count of running tasks,
+before and after) read by a process that has its cores to itself. The 1-minute load misses a job
+that starts as the measurement does: 2-thread passes kept at 4-9x their 1-thread cost (AMD EPYC,
+2 cores, a test suite beside them) held a 1-line run at no draft (width 0) for every later process.
+Hand-written: no library times a model's own decoder passes.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from editspec import threads
 from editspec.decoding import measured
 from editspec.decoding.decoder import Decoder
 from editspec.decoding.drafters import DraftCosts
@@ -79,9 +84,10 @@ class Costs:
             if name not in self._passes:
                 costs = kept_costs(measured.load("window", key))
                 if costs is None:
-                    load = busy()  # the minute before measuring, which adds its own
+                    load, shared = busy(), contended()  # the minute before measuring, which adds its own
                     costs = measure(model, slots)
-                    measured.save("window", key, {"costs": {str(w): c for w, c in costs.items()}, "busy": load})
+                    measured.save("window", key, {"costs": {str(w): c for w, c in costs.items()}, "busy": load,
+                                                  "contended": shared or contended()})
                 self._passes[name] = costs
             return self._passes[name]
 
@@ -139,11 +145,18 @@ def busy() -> float | None:
         return None
 
 
+def contended() -> bool:
+    """Whether other work now holds a core this process's threads need (``threads.busy_cores``)."""
+    return threads.busy_cores() + torch.get_num_threads() > threads.allowed_cores()
+
+
 def kept_costs(kept: dict | None) -> dict[int, float] | None:
-    """Kept costs (``{"costs": {width: seconds}, "busy": load per core then}``) as ``measure``
-    returns them, or None where they are not to be read: a damaged or older file, costs that
-    break ``wrong``'s rules, or costs measured under a load over ``BUSY`` that has since fallen by
-    half (a quieter machine measures its own: each such measurement halves the load kept)."""
+    """Kept costs (``{"costs": {width: seconds}, "busy": load per core then, "contended": bool}``)
+    as ``measure`` returns them, or None where they are not to be read: a damaged or older file,
+    costs that break ``wrong``'s rules, costs measured under a load over ``BUSY`` that has since
+    fallen by half (a quieter machine measures its own: each such measurement halves the load
+    kept), or costs measured ``contended`` (or by a version that did not say) read by a process
+    that is not."""
     try:
         costs = {int(w): float(c) for w, c in kept["costs"].items()}
         then = kept.get("busy")
@@ -151,6 +164,8 @@ def kept_costs(kept: dict | None) -> dict[int, float] | None:
         return None
     now = busy()
     if isinstance(then, (int, float)) and then > BUSY and now is not None and now < then / 2:
+        return None
+    if kept.get("contended") is not False and not contended():  # an older file: unknown, measured again
         return None
     if 0 not in costs or not set(costs) <= set(WIDTHS) or not all(c > 0 for c in costs.values()):
         return None

@@ -20,9 +20,11 @@ def policy(model, slots: int) -> WindowPolicy:
 
 @pytest.fixture(autouse=True)
 def load(monkeypatch):
-    """The machine's load per core as these tests see it (``costs.busy``): quiet unless a test says."""
+    """The machine's load per core as these tests see it (``costs.busy``): quiet unless a test says;
+    no other work holding a core (``costs.contended``) unless a test says."""
     now = [0.25]
     monkeypatch.setattr(costs, "busy", lambda: now[0])
+    monkeypatch.setattr(costs, "contended", lambda: False)
     return now
 
 
@@ -72,7 +74,8 @@ def test_kept_costs_that_are_not_costs_are_measured_again(cache, counted):
     key = {**measured.model_key(model), "slots": 4}
     measured.save("window", key, {"costs": {"0": -1.0, "1": 2.0}})
     policy(model, 4)
-    assert counted == [4] and measured.load("window", key) == {"costs": {"0": 1.0, "1": 1.1, "2": 1.2}, "busy": 0.25}
+    assert counted == [4] and measured.load("window", key) == {"costs": {"0": 1.0, "1": 1.1, "2": 1.2}, "busy": 0.25,
+                                                               "contended": False}
 
 
 def test_an_unwritable_cache_only_costs_the_measuring(tmp_path, monkeypatch, counted):
@@ -173,7 +176,8 @@ def test_a_bad_sample_leaves_the_costs_and_the_window_a_quiet_machine_measures(m
 def test_a_width_wrong_every_time_is_bounded_by_its_neighbour(monkeypatch):
     clock(monkeypatch, lambda width, n: 2.12 if width == 2 else None)
     found = costs.measure(random_t5(0), 2)
-    assert found[2] == pytest.approx(quiet(1) * 3 / 2 * costs.GROWTH) and costs.kept_costs({"costs": found}) == found
+    assert found[2] == pytest.approx(quiet(1) * 3 / 2 * costs.GROWTH)
+    assert costs.kept_costs({"costs": found, "contended": False}) == found
     assert WindowPolicy(found).size(2) in (1, 2)  # not 0: the pass of 2.12 s is not believed
 
 
@@ -205,6 +209,43 @@ def test_costs_kept_under_load_are_measured_again_once_the_load_halves(cache, co
     load[0] = 0.01
     policy(model, 4)
     assert counted == [4, 4]  # measured at a load under BUSY: read whatever the load now
+
+
+def test_costs_measured_beside_other_work_are_measured_again_by_a_process_with_its_cores(
+        cache, counted, monkeypatch):
+    """Costs measured while other work held a core the threads needed are kept as such, read by a
+    process in the same state, measured again by one that has its cores to itself."""
+    model, key = random_t5(0), {**measured.model_key(random_t5(0)), "slots": 4}
+    shared = [True]
+    monkeypatch.setattr(costs, "contended", lambda: shared[0])
+    policy(model, 4)
+    assert counted == [4] and measured.load("window", key)["contended"] is True
+    policy(model, 4)
+    assert counted == [4]  # still beside other work: read
+    shared[0] = False
+    policy(model, 4)
+    assert counted == [4, 4] and measured.load("window", key)["contended"] is False
+    shared[0] = True
+    policy(model, 4)
+    assert counted == [4, 4]  # measured alone: read whatever runs beside it now
+    measured.save("window", key, {"costs": {"0": 1.0, "1": 1.1}, "busy": 0.25})  # an older file: no say
+    policy(model, 4)
+    assert counted == [4, 4]  # beside other work: read
+    shared[0] = False
+    policy(model, 4)
+    assert counted == [4, 4, 4]  # alone: measured again
+
+
+def test_contended_counts_the_running_tasks_against_the_threads(monkeypatch):
+    """Other work holds a needed core when the running tasks and the threads outnumber the cores."""
+    monkeypatch.undo()
+    monkeypatch.setattr(costs.threads, "allowed_cores", lambda: 2)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    for others, expected in ((0, False), (1, True)):
+        monkeypatch.setattr(costs.threads, "busy_cores", lambda others=others: others)
+        assert costs.contended() is expected
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    assert costs.contended() is False  # one thread beside one other task: a core each
 
 
 @pytest.mark.parametrize("second_thread, chosen", [(0.6, 2), (1.3, 1), (1.0, 2)])
