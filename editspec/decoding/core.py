@@ -407,6 +407,7 @@ def add_scores(stats: SpecStats, logits: torch.Tensor, emitted: list[tuple[int, 
         at += len(new)
 
 
+@torch.inference_mode()
 def score(model: T5ForConditionalGeneration, sources: Sequence[Sequence[int]],
           targets: Sequence[Sequence[int]], slots: int = 64, widths: tuple[int, int] = (0, 0),
           given: Sequence[Sequence[float]] | None = None, decoders: Decoders | None = None,
